@@ -1,0 +1,40 @@
+"""agentrl_ref: the reference implementations behind every exercise, plot, widget and hidden test.
+
+One module per component, named after the exercise it backs:
+format_reward (1), verifiable_reward (2), loss_mask (3), rollout_buffer (4),
+composite_reward (5), token_credit (6).
+
+`from agentrl_ref import name` loads only the module that defines `name`, so a
+reward worker that needs `format_reward` does not pay for importing torch.
+"""
+from importlib import import_module
+
+_EXPORTS = {
+    "format_reward": ["format_reward", "tag_count_reward"],
+    "verifiable_reward": ["accuracy_reward", "extract_boxed_answer", "normalize_to_fraction"],
+    "answer_forms": ["ANSWER_FORMS", "AnswerForm", "compare_verifiers"],
+    "loss_mask": ["ROLES", "build_loss_mask", "build_loss_mask_batched", "role_ids_from_spans",
+                  "shift_mask_for_clm"],
+    "rollout_buffer": ["AsyncRolloutBuffer"],
+    "composite_reward": ["cosine_length_reward", "cosine_scaled", "make_reward_fn", "seed_reward_fn",
+                         "soft_overlong_punishment"],
+    "token_credit": ["assign_reward_kl_weighted", "assign_reward_kl_weighted_batched",
+                     "assign_reward_last_token", "assign_reward_last_token_batched",
+                     "assign_reward_uniform", "assign_reward_uniform_batched",
+                     "broadcast_to_tokens", "group_normalize", "reward_to_go"],
+}
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+__all__ = list(_MODULE_OF)
+
+
+def __getattr__(name: str):
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agentrl_ref' has no attribute {name!r}")
+    value = getattr(import_module(f"agentrl_ref.{module}"), name)
+    globals()[name] = value  # cache: later lookups skip __getattr__
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

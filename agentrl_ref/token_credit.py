@@ -1,0 +1,157 @@
+"""Sequence reward -> per-token rewards and advantages (exercise 6).
+
+Three ways to spread one scalar over the trained (mask = 1) tokens, per sample [T] and batched
+[B, T]; GRPO's group-normalised advantage (DeepSeekMath §4.1.2), broadcast to every trained token;
+and reward-to-go, which shows that "reward at the last token" with gamma = 1 gives every token the
+same return (ERRATA E8). Outputs are float32.
+"""
+from __future__ import annotations
+
+import torch
+
+KL_EPS = 1e-8  # below this total masked KL, kl_weighted falls back to uniform (as the seed)
+
+
+def _as_mask(loss_mask: torch.Tensor, dims: int) -> torch.Tensor:
+    """loss_mask as a float32 0/1 tensor with `dims` dimensions; ValueError otherwise."""
+    if not isinstance(loss_mask, torch.Tensor) or loss_mask.dim() != dims:
+        shape = tuple(loss_mask.shape) if isinstance(loss_mask, torch.Tensor) else type(loss_mask).__name__
+        raise ValueError(f"loss_mask must be a {'[T]' if dims == 1 else '[B, T]'} tensor, got {shape}")
+    if loss_mask.dtype != torch.bool and loss_mask.numel():
+        if loss_mask.dtype.is_floating_point:
+            ok = bool(((loss_mask == 0) | (loss_mask == 1)).all())
+        else:  # integers: one pass for min and max is enough
+            lo, hi = torch.aminmax(loss_mask)
+            ok = bool(lo >= 0) and bool(hi <= 1)
+        if not ok:
+            raise ValueError("loss_mask must hold only 0 and 1")
+    return loss_mask.to(torch.float32)
+
+
+def _as_rewards(seq_rewards: torch.Tensor, batch: int) -> torch.Tensor:
+    if not isinstance(seq_rewards, torch.Tensor) or tuple(seq_rewards.shape) != (batch,):
+        shape = tuple(seq_rewards.shape) if isinstance(seq_rewards, torch.Tensor) else type(seq_rewards).__name__
+        raise ValueError(f"seq_rewards must be a [B] tensor with B={batch}, got {shape}")
+    return seq_rewards.to(torch.float32)
+
+
+def _as_kl(kl_per_token: torch.Tensor, shape: torch.Size) -> torch.Tensor:
+    if not isinstance(kl_per_token, torch.Tensor) or kl_per_token.shape != shape:
+        got = tuple(kl_per_token.shape) if isinstance(kl_per_token, torch.Tensor) else type(kl_per_token).__name__
+        raise ValueError(f"kl_per_token must have the mask's shape {tuple(shape)}, got {got}")
+    kl = kl_per_token.to(torch.float32)
+    if kl.numel():
+        lo, hi = torch.aminmax(kl)  # a NaN anywhere makes both comparisons False
+        if not (bool(lo >= 0) and bool(hi < float("inf"))):
+            raise ValueError("kl_per_token must be finite and >= 0 (pass |KL| per token)")
+    return kl
+
+
+def _last_one_index(mask: torch.Tensor) -> torch.Tensor:
+    """Index of the last 1 along the last dim, -1 where there is none (T >= 1; exact for T < 2**24)."""
+    positions = torch.arange(1, mask.shape[-1] + 1, dtype=torch.float32)
+    return (mask * positions).amax(dim=-1).long() - 1
+
+
+def assign_reward_last_token(seq_reward: float, loss_mask: torch.Tensor) -> torch.Tensor:
+    """[T] float32: seq_reward at the last position where loss_mask is 1, 0 elsewhere (all zeros for an empty mask)."""
+    mask = _as_mask(loss_mask, 1)
+    out = torch.zeros_like(mask)
+    if mask.numel() and (last := int(_last_one_index(mask))) >= 0:
+        out[last] = float(seq_reward)
+    return out
+
+
+def assign_reward_uniform(seq_reward: float, loss_mask: torch.Tensor) -> torch.Tensor:
+    """[T] float32: seq_reward / n on each of the n positions where loss_mask is 1, 0 elsewhere."""
+    mask = _as_mask(loss_mask, 1)
+    n = mask.sum()
+    return mask * (float(seq_reward) / n) if n > 0 else torch.zeros_like(mask)
+
+
+def assign_reward_kl_weighted(seq_reward: float, loss_mask: torch.Tensor, kl_per_token: torch.Tensor) -> torch.Tensor:
+    """[T] float32: seq_reward split over mask positions in proportion to kl_per_token (>= 0); uniform if that KL sums below KL_EPS.
+
+    A thought experiment (ERRATA E9): no major framework spreads the sequence reward by KL.
+    """
+    mask = _as_mask(loss_mask, 1)
+    masked_kl = _as_kl(kl_per_token, mask.shape) * mask
+    total = masked_kl.sum()
+    if total < KL_EPS:
+        return assign_reward_uniform(seq_reward, loss_mask)
+    return float(seq_reward) * (masked_kl / total)
+
+
+def assign_reward_last_token_batched(seq_rewards: torch.Tensor, loss_mask: torch.Tensor) -> torch.Tensor:
+    """[B, T] float32: row b is assign_reward_last_token(seq_rewards[b], loss_mask[b])."""
+    mask = _as_mask(loss_mask, 2)
+    rewards = _as_rewards(seq_rewards, mask.shape[0])
+    out = torch.zeros_like(mask)
+    if mask.shape[1] == 0:
+        return out
+    last = _last_one_index(mask)
+    rewards = torch.where(last >= 0, rewards, 0.0)  # rows with an empty mask stay all zero
+    return out.scatter_(1, last.clamp(min=0).unsqueeze(1), rewards.unsqueeze(1))
+
+
+def assign_reward_uniform_batched(seq_rewards: torch.Tensor, loss_mask: torch.Tensor) -> torch.Tensor:
+    """[B, T] float32: row b is assign_reward_uniform(seq_rewards[b], loss_mask[b])."""
+    mask = _as_mask(loss_mask, 2)
+    rewards = _as_rewards(seq_rewards, mask.shape[0])
+    n = mask.sum(dim=1).clamp(min=1.0)
+    return mask * (rewards / n).unsqueeze(1)
+
+
+def assign_reward_kl_weighted_batched(
+    seq_rewards: torch.Tensor, loss_mask: torch.Tensor, kl_per_token: torch.Tensor
+) -> torch.Tensor:
+    """[B, T] float32: row b is assign_reward_kl_weighted(seq_rewards[b], loss_mask[b], kl_per_token[b])."""
+    mask = _as_mask(loss_mask, 2)
+    rewards = _as_rewards(seq_rewards, mask.shape[0]).unsqueeze(1)
+    masked_kl = _as_kl(kl_per_token, mask.shape) * mask
+    total = masked_kl.sum(dim=1, keepdim=True)
+    by_kl = rewards * (masked_kl / total.clamp(min=KL_EPS))
+    uniform = mask * (rewards / mask.sum(dim=1, keepdim=True).clamp(min=1.0))
+    return torch.where(total < KL_EPS, uniform, by_kl)
+
+
+def group_normalize(rewards: torch.Tensor, group_size: int, eps: float = 1e-6) -> torch.Tensor:
+    """[N] float32 GRPO outcome advantages: (r - mean of its group) / (std of its group + eps).
+
+    rewards holds N = G * group_size sequence rewards, each group (the samples of one prompt)
+    contiguous. std is the unbiased sample std, as in verl and TRL; a group whose rewards are all
+    equal gets advantage 0.
+    """
+    if not isinstance(group_size, int) or group_size < 2:
+        raise ValueError(f"group_size must be an int >= 2, got {group_size!r}")
+    if not isinstance(rewards, torch.Tensor) or rewards.dim() != 1 or rewards.numel() % group_size:
+        shape = tuple(rewards.shape) if isinstance(rewards, torch.Tensor) else type(rewards).__name__
+        raise ValueError(f"rewards must be a [N] tensor with N a multiple of group_size={group_size}, got {shape}")
+    groups = rewards.to(torch.float32).view(-1, group_size)
+    advantages = (groups - groups.mean(dim=1, keepdim=True)) / (groups.std(dim=1, keepdim=True) + eps)
+    return advantages.view(-1)
+
+
+def broadcast_to_tokens(advantages: torch.Tensor, loss_mask: torch.Tensor) -> torch.Tensor:
+    """[B, T] float32: advantages[b] on every token where loss_mask[b] is 1 (DeepSeekMath outcome supervision), 0 elsewhere."""
+    mask = _as_mask(loss_mask, 2)
+    return mask * _as_rewards(advantages, mask.shape[0]).unsqueeze(1)
+
+
+def reward_to_go(token_rewards: torch.Tensor, gamma: float = 1.0) -> torch.Tensor:
+    """Returns G_t = sum over t' >= t of gamma^(t'-t) r_t' along the last dim, float32.
+
+    With gamma = 1 and the reward at the last trained token, every earlier token gets the same
+    return: storing the scalar at the last token is broadcasting in disguise (ERRATA E8).
+    """
+    if not isinstance(token_rewards, torch.Tensor) or token_rewards.dim() not in (1, 2):
+        raise ValueError("token_rewards must be a [T] or [B, T] tensor")
+    rewards = token_rewards.to(torch.float32)
+    if gamma == 1.0:
+        return rewards.flip(-1).cumsum(-1).flip(-1)
+    returns = torch.zeros_like(rewards)
+    running = torch.zeros_like(rewards[..., 0])
+    for t in range(rewards.shape[-1] - 1, -1, -1):
+        running = rewards[..., t] + gamma * running
+        returns[..., t] = running
+    return returns

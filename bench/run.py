@@ -1,0 +1,287 @@
+"""Side-by-side benchmarks: ours vs a baseline, measured in the same run. `make bench` (not part of `make test`).
+
+Prints markdown tables. Numbers depend on the machine; nothing is hard-coded.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch  # noqa: E402
+
+from agentrl_ref.answer_forms import ANSWER_FORMS, compare_verifiers, math_verify_equal  # noqa: E402
+from agentrl_ref.format_reward import format_reward  # noqa: E402
+from agentrl_ref.loss_mask import ROLES, build_loss_mask_batched, role_ids_from_spans  # noqa: E402
+from agentrl_ref.rollout_buffer import AsyncRolloutBuffer  # noqa: E402
+from agentrl_ref.token_credit import (  # noqa: E402
+    assign_reward_kl_weighted, assign_reward_kl_weighted_batched, assign_reward_last_token,
+    assign_reward_last_token_batched, assign_reward_uniform, assign_reward_uniform_batched,
+)
+from agentrl_ref.verifiable_reward import accuracy_reward  # noqa: E402
+
+ROWS: list[tuple[str, str, float, float, str]] = []  # (benchmark, case, ours s, baseline s, unit)
+
+
+def per_call(fn, *args, min_time: float = 0.05, repeat: int = 3) -> float:
+    """Best-of-`repeat` seconds per call; each measurement loops until min_time has passed."""
+    best = float("inf")
+    for _ in range(repeat):
+        calls, t0 = 0, time.perf_counter()
+        while True:
+            fn(*args)
+            calls += 1
+            elapsed = time.perf_counter() - t0
+            if elapsed >= min_time:
+                break
+        best = min(best, elapsed / calls)
+    return best
+
+
+def once(fn, *args) -> float:
+    t0 = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - t0
+
+
+def fmt_time(seconds: float) -> str:
+    if seconds >= 1:
+        return f"{seconds:.2f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds * 1e6:.1f} µs"
+
+
+def add(benchmark: str, case: str, ours: float, baseline: float, baseline_name: str) -> None:
+    ROWS.append((benchmark, case, ours, baseline, baseline_name))
+    print(f"  {benchmark:<22} {case:<44} ours {fmt_time(ours):>10}  {baseline_name} {fmt_time(baseline):>10}",
+          file=sys.stderr, flush=True)
+
+
+# 1. format reward vs the seed's backtracking regex ------------------------------------------------
+
+SEED_FORMAT = re.compile(r"^\s*<think>.*?</think>\s*<answer>.*?</answer>\s*$", re.DOTALL)
+
+
+def seed_format_reward(completion: str) -> float:
+    return 1.0 if SEED_FORMAT.match(completion) else 0.0
+
+
+ORDINARY = [
+    "<think>Let me compute 2+3</think><answer>5</answer>",
+    "The answer is 5",
+    "<answer>5</answer><think>oops</think>",
+    "<think>halfway",
+    "  <think>x</think>\n\n<answer>y</answer>",
+    "<think>\n" + "Step: multiply 23 by 17, carry the one, check again.\n" * 40 + "</think>\n<answer>\\boxed{391}</answer>\n",
+    "<think>a</think><answer>1</answer><think>b</think><answer>2</answer>",
+]
+
+
+def bench_format() -> None:
+    for fn in (format_reward, seed_format_reward):  # same verdicts on the ordinary set except the repeated group
+        [fn(c) for c in ORDINARY]
+    add("format_reward", f"{len(ORDINARY)} ordinary completions (per call)",
+        per_call(lambda: [format_reward(c) for c in ORDINARY]) / len(ORDINARY),
+        per_call(lambda: [seed_format_reward(c) for c in ORDINARY]) / len(ORDINARY), "seed regex")
+    for n in (500, 1000, 2000, 4000, 8000):
+        text = "<think>" + "</think><answer></answer>x" * n
+        ours = per_call(format_reward, text, min_time=0.02)
+        seed = once(seed_format_reward, text) if n >= 2000 else per_call(seed_format_reward, text, min_time=0.1, repeat=1)
+        add("format_reward", f"degenerate n={n} ({len(text) / 1000:.0f} KB)", ours, seed, "seed regex")
+
+
+# 2. accuracy reward vs math-verify ----------------------------------------------------------------
+
+DEGENERATE_ACC = {
+    "\\boxed{ x 28600": "\\boxed{" * 28_600,
+    "\\boxed{ + 200K chars of text": "\\boxed{" + "x" * 200_000,
+    "\\boxed{ + {} x 100000": "\\boxed{" + "{}" * 100_000,
+    "\\boxed{ + 200K digits + }": "\\boxed{" + "1" * 200_000 + "}",
+}
+
+
+def bench_accuracy() -> list:
+    math_verify_equal("\\boxed{1}", "1")  # import sympy/antlr and warm the caches outside the timings
+    pairs = [(r.completion, r.gold) for r in ANSWER_FORMS]  # > 20 distinct: math-verify's lru_cache(20) misses
+    add("accuracy_reward", f"answer-forms table, {len(pairs)} rows (per call)",
+        per_call(lambda: [accuracy_reward(c, g) for c, g in pairs], min_time=0.1) / len(pairs),
+        once(lambda: [math_verify_equal(c, g) for c, g in pairs]) / len(pairs), "math-verify")
+    for name, text in DEGENERATE_ACC.items():
+        add("accuracy_reward", f"200 KB degenerate: {name}", per_call(accuracy_reward, text, "5", min_time=0.02),
+            once(math_verify_equal, text, "5"), "math-verify")
+    return compare_verifiers()
+
+
+# 3. batched loss mask and credit assignment vs per-sample loops ----------------------------------
+
+def seed_build_loss_mask(token_ids, role_spans):
+    """The seed page's answer: one Python loop per token."""
+    mask = [0] * len(token_ids)
+    for role, start, end in role_spans:
+        if role == "assistant":
+            for i in range(start, end):
+                mask[i] = 1
+    return mask
+
+
+def random_spans(rng: random.Random, n_tokens: int) -> list[tuple[str, int, int]]:
+    cuts = sorted(rng.sample(range(1, n_tokens), 15))
+    bounds = [0, *cuts, n_tokens]
+    return [(rng.choice(ROLES), a, b) for a, b in zip(bounds, bounds[1:])]
+
+
+def python_last_token(seq_reward, mask):
+    out = [0.0] * len(mask)
+    for t in range(len(mask) - 1, -1, -1):
+        if mask[t]:
+            out[t] = seq_reward
+            break
+    return out
+
+
+def python_uniform(seq_reward, mask):
+    n = sum(mask)
+    return [seq_reward / n if m else 0.0 for m in mask] if n else [0.0] * len(mask)
+
+
+def python_kl_weighted(seq_reward, mask, kl):
+    masked = [k * m for k, m in zip(kl, mask)]
+    total = sum(masked)
+    if total < 1e-8:
+        return python_uniform(seq_reward, mask)
+    return [seq_reward * k / total for k in masked]
+
+
+def bench_batched(batch: int = 64, n_tokens: int = 8192) -> None:
+    rng = random.Random(0)
+    torch.manual_seed(0)
+    spans = [random_spans(rng, n_tokens) for _ in range(batch)]
+    role_ids = torch.stack([role_ids_from_spans(n_tokens, s) for s in spans])
+    ids = list(range(n_tokens))
+    add("loss mask", f"B={batch}, T={n_tokens}: batched vs seed's per-token Python loop",
+        per_call(build_loss_mask_batched, role_ids),
+        per_call(lambda: torch.tensor([seed_build_loss_mask(ids, s) for s in spans]), repeat=1), "loop")
+
+    mask = build_loss_mask_batched(role_ids)
+    rewards, kl = torch.randn(batch), torch.rand(batch, n_tokens)
+    mask_lists, kl_lists, reward_list = mask.tolist(), kl.tolist(), rewards.tolist()
+    cases = [
+        ("last_token", lambda: assign_reward_last_token_batched(rewards, mask),
+         lambda: torch.stack([assign_reward_last_token(r, m) for r, m in zip(rewards, mask)]),
+         lambda: torch.tensor([python_last_token(r, m) for r, m in zip(reward_list, mask_lists)])),
+        ("uniform", lambda: assign_reward_uniform_batched(rewards, mask),
+         lambda: torch.stack([assign_reward_uniform(r, m) for r, m in zip(rewards, mask)]),
+         lambda: torch.tensor([python_uniform(r, m) for r, m in zip(reward_list, mask_lists)])),
+        ("kl_weighted", lambda: assign_reward_kl_weighted_batched(rewards, mask, kl),
+         lambda: torch.stack([assign_reward_kl_weighted(r, m, k) for r, m, k in zip(rewards, mask, kl)]),
+         lambda: torch.tensor([python_kl_weighted(r, m, k) for r, m, k in zip(reward_list, mask_lists, kl_lists)])),
+    ]
+    for name, batched, per_row_torch, per_token_python in cases:
+        assert torch.allclose(batched(), per_row_torch(), atol=1e-6)
+        assert torch.allclose(batched(), per_token_python(), atol=1e-5)
+        ours = per_call(batched)
+        add(f"credit: {name}", f"B={batch}, T={n_tokens}: batched vs per-row torch loop", ours,
+            per_call(per_row_torch), "loop")
+        add(f"credit: {name}", f"B={batch}, T={n_tokens}: batched vs per-token Python loop", ours,
+            per_call(per_token_python, repeat=1), "loop")
+
+
+# 4. rollout buffer vs asyncio.Queue ---------------------------------------------------------------
+
+async def through_buffer(n: int, batch_size: int) -> None:
+    buf = AsyncRolloutBuffer(batch_size, max_capacity=n)
+
+    async def producer():
+        for i in range(n):
+            await buf.put(i)
+
+    async def consumer():
+        for _ in range(n // batch_size):
+            await buf.get_batch()
+
+    await asyncio.gather(producer(), consumer())
+    assert len(buf) == 0 and buf.dropped == 0
+
+
+async def through_queue(n: int, batch_size: int) -> None:
+    queue: asyncio.Queue = asyncio.Queue()
+
+    async def producer():
+        for i in range(n):
+            await queue.put(i)
+
+    async def consumer():
+        for _ in range(n // batch_size):
+            [await queue.get() for _ in range(batch_size)]
+
+    await asyncio.gather(producer(), consumer())
+    assert queue.empty()
+
+
+def bench_buffer(n: int = 128_000) -> None:
+    for batch_size in (8, 64, 512):
+        ours = min(once(asyncio.run, through_buffer(n, batch_size)) for _ in range(3)) / n
+        queue = min(once(asyncio.run, through_queue(n, batch_size)) for _ in range(3)) / n
+        add("rollout buffer", f"{n} trajectories, batch {batch_size} (per trajectory)", ours, queue, "asyncio.Queue")
+
+
+# report ---------------------------------------------------------------------------------------------
+
+def main() -> None:
+    # One torch thread: the loops it is compared with are single-threaded, and on a small shared
+    # machine OpenMP threads that wait for a busy core turn sub-ms kernels into ~8 ms ones.
+    torch.set_num_threads(1)
+    logging.disable(logging.WARNING)  # math-verify logs a warning per timeout; timings are what we report
+    t_start = time.perf_counter()
+    print("running (progress on stderr) ...", file=sys.stderr)
+    bench_format()
+    comparison = bench_accuracy()
+    bench_batched()
+    bench_buffer()
+
+    print(f"\n## Benchmarks ({sys.platform}, Python {sys.version.split()[0]}, torch {torch.__version__}, "
+          f"{torch.get_num_threads()} torch threads)\n")
+    print("| benchmark | case | ours | baseline | baseline time | baseline / ours |")
+    print("|---|---|---:|---|---:|---:|")
+    for benchmark, case, ours, baseline, name in ROWS:
+        print(f"| {benchmark} | {case} | {fmt_time(ours)} | {name} | {fmt_time(baseline)} | {baseline / ours:,.1f}× |")
+
+    n = len(comparison)
+    print(f"\n## Verdicts on the answer-forms table ({n} rows, human verdict = reference)\n")
+    print("| verifier | agrees with human | false negatives | false positives | mean time per call |")
+    print("|---|---:|---:|---:|---:|")
+    for name, eq, ok, sec in (("toy accuracy_reward", "toy_equal", "toy_ok", "toy_seconds"),
+                              ("math-verify 0.9.0", "math_verify_equal", "math_verify_ok", "math_verify_seconds")):
+        fn = sum(r.expected_equal and not getattr(r, eq) for r in comparison)
+        fp = sum(getattr(r, eq) and not r.expected_equal for r in comparison)
+        agree = sum(getattr(r, ok) for r in comparison)
+        print(f"| {name} | {agree}/{n} | {fn} | {fp} | {fmt_time(statistics.mean(getattr(r, sec) for r in comparison))} |")
+    wrong_mv = [r for r in comparison if not r.math_verify_ok]
+    print("\nmath-verify differs from the human verdict on: " +
+          "; ".join(f"`{r.completion!r}` vs `{r.gold}` ({r.note})" for r in wrong_mv))
+
+    format_200k = next(o for b, c, o, _, _ in ROWS if b == "format_reward" and "n=8000" in c)
+    acc_200k, acc_case = max((o, c) for b, c, o, _, _ in ROWS if b == "accuracy_reward" and "200 KB" in c)
+    per_token = [base / o for b, c, o, base, _ in ROWS if b.startswith(("loss mask", "credit")) and "per-token" in c]
+    per_row = [base / o for b, c, o, base, _ in ROWS if b.startswith("credit") and "per-row" in c]
+    print("\n## Targets\n")
+    print(f"- format_reward on 208 KB degenerate input: {fmt_time(format_200k)} (target < 5 ms): "
+          f"{'met' if format_200k < 5e-3 else 'NOT met'}")
+    print(f"- accuracy_reward, worst 200 KB degenerate input ({acc_case.split(': ')[1]}): {fmt_time(acc_200k)} (target < 5 ms): "
+          f"{'met' if acc_200k < 5e-3 else 'NOT met'}")
+    print(f"- batched mask/credit vs per-token Python loops: {min(per_token):,.1f}× .. {max(per_token):,.1f}× "
+          f"(target >= 50×): {'met' if min(per_token) >= 50 else 'NOT met by every row'}")
+    print(f"- batched credit vs a Python loop over rows of torch calls: {min(per_row):,.1f}× .. {max(per_row):,.1f}×")
+    print(f"\n(total bench time {time.perf_counter() - t_start:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()

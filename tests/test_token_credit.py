@@ -1,0 +1,173 @@
+"""Exercise 6: sequence reward -> tokens (last / uniform / KL-weighted), batched versions, GRPO advantages (E8)."""
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings, strategies as st
+
+from agentrl_ref.token_credit import (
+    assign_reward_kl_weighted, assign_reward_kl_weighted_batched, assign_reward_last_token,
+    assign_reward_last_token_batched, assign_reward_uniform, assign_reward_uniform_batched, broadcast_to_tokens,
+    group_normalize, reward_to_go,
+)
+
+pytestmark = pytest.mark.filterwarnings("error")  # no torch warnings on any path
+PROPS = settings(max_examples=100, deadline=None)
+
+MASK = torch.tensor([0, 0, 1, 1, 0, 1, 1, 1, 0])
+KL = torch.tensor([0.0, 0.0, 0.1, 0.5, 0.0, 2.0, 0.1, 0.3, 0.0])
+PER_SAMPLE = [assign_reward_last_token, assign_reward_uniform,
+              lambda r, m: assign_reward_kl_weighted(r, m, torch.rand(m.shape))]
+
+
+def test_seed_expectations():
+    last = assign_reward_last_token(1.0, MASK)
+    assert last.tolist() == [0, 0, 0, 0, 0, 0, 0, 1, 0]
+    uniform = assign_reward_uniform(1.0, MASK)
+    assert torch.allclose(uniform, MASK * 0.2)
+    weighted = assign_reward_kl_weighted(1.0, MASK, KL)
+    assert weighted[5].item() == pytest.approx(2.0 / 3.0, abs=1e-6)
+    assert weighted.argmax().item() == 5
+    for out in (last, uniform, weighted):
+        assert out.dtype == torch.float32 and out.shape == MASK.shape
+
+
+def test_all_zero_mask_gives_zeros():
+    zeros = torch.zeros(5, dtype=torch.long)
+    for fn in PER_SAMPLE:
+        assert fn(3.0, zeros).tolist() == [0.0] * 5
+    assert assign_reward_kl_weighted(3.0, zeros, torch.ones(5)).tolist() == [0.0] * 5
+    assert assign_reward_last_token(1.0, torch.zeros(0)).shape == (0,)
+
+
+def test_kl_fallback_is_uniform():
+    assert torch.equal(assign_reward_kl_weighted(1.0, MASK, torch.zeros(9)), assign_reward_uniform(1.0, MASK))
+    only_off_mask = torch.tensor([5.0, 5, 0, 0, 5, 0, 0, 0, 5])  # KL only where the mask is 0
+    assert torch.equal(assign_reward_kl_weighted(1.0, MASK, only_off_mask), assign_reward_uniform(1.0, MASK))
+
+
+def test_bool_and_float_masks_work():
+    for mask in (MASK.bool(), MASK.float(), MASK.double()):
+        assert torch.equal(assign_reward_uniform(1.0, mask), assign_reward_uniform(1.0, MASK))
+
+
+def test_misuse_raises_value_error():
+    with pytest.raises(ValueError):
+        assign_reward_kl_weighted(1.0, MASK, KL[:-1])
+    with pytest.raises(ValueError):
+        assign_reward_kl_weighted(1.0, MASK, -KL)
+    with pytest.raises(ValueError):
+        assign_reward_kl_weighted(1.0, MASK, KL * float("nan"))
+    with pytest.raises(ValueError):
+        assign_reward_uniform(1.0, MASK.unsqueeze(0))
+    with pytest.raises(ValueError):
+        assign_reward_uniform(1.0, MASK * 2)
+    with pytest.raises(ValueError):
+        assign_reward_last_token(1.0, [0, 1])
+    with pytest.raises(ValueError):
+        assign_reward_uniform_batched(torch.ones(3), MASK.repeat(2, 1))
+    with pytest.raises(ValueError):
+        assign_reward_last_token_batched(torch.ones(2, 1), MASK.repeat(2, 1))
+    with pytest.raises(ValueError):
+        assign_reward_kl_weighted_batched(torch.ones(2), MASK.repeat(2, 1), KL.repeat(3, 1))
+    with pytest.raises(ValueError):
+        broadcast_to_tokens(torch.ones(2), MASK)
+
+
+@st.composite
+def batches(draw):
+    b, t = draw(st.integers(1, 6)), draw(st.integers(0, 24))
+    mask = torch.tensor(draw(st.lists(st.lists(st.integers(0, 1), min_size=t, max_size=t), min_size=b, max_size=b)),
+                        dtype=torch.long).reshape(b, t)
+    finite = st.floats(-10, 10, allow_nan=False, width=32)
+    rewards = torch.tensor(draw(st.lists(finite, min_size=b, max_size=b)), dtype=torch.float32)
+    kl_values = st.floats(0, 5, width=32) | st.just(0.0)
+    kl = torch.tensor(draw(st.lists(kl_values, min_size=b * t, max_size=b * t)), dtype=torch.float32).reshape(b, t)
+    return rewards, mask, kl
+
+
+@PROPS
+@given(batches())
+def test_spreading_sums_to_the_reward_on_the_mask_and_is_zero_off_it(batch):
+    rewards, mask, kl = batch
+    for r, m, k in zip(rewards.tolist(), mask, kl):
+        for out in (assign_reward_uniform(r, m), assign_reward_kl_weighted(r, m, k)):
+            assert out.dtype == torch.float32
+            assert (out[m == 0] == 0).all()
+            expected = r if m.any() else 0.0
+            assert out.sum().item() == pytest.approx(expected, rel=1e-4, abs=1e-4)
+
+
+@PROPS
+@given(batches())
+def test_last_token_is_nonzero_only_at_the_last_mask_position(batch):
+    rewards, mask, _ = batch
+    for r, m in zip(rewards.tolist(), mask):
+        out = assign_reward_last_token(r, m)
+        ones = [i for i, v in enumerate(m.tolist()) if v]
+        expected = [0.0] * len(m)
+        if ones:
+            expected[ones[-1]] = r
+        assert out.tolist() == pytest.approx(expected)
+
+
+@PROPS
+@given(batches())
+def test_batched_equals_per_sample(batch):
+    rewards, mask, kl = batch
+    pairs = [
+        (assign_reward_last_token_batched(rewards, mask),
+         [assign_reward_last_token(r, m) for r, m in zip(rewards, mask)]),
+        (assign_reward_uniform_batched(rewards, mask),
+         [assign_reward_uniform(r, m) for r, m in zip(rewards, mask)]),
+        (assign_reward_kl_weighted_batched(rewards, mask, kl),
+         [assign_reward_kl_weighted(r, m, k) for r, m, k in zip(rewards, mask, kl)]),
+    ]
+    for batched, rows in pairs:
+        assert batched.dtype == torch.float32 and batched.shape == mask.shape
+        assert torch.allclose(batched, torch.stack(rows) if rows else batched, rtol=1e-6, atol=1e-6)
+
+
+@PROPS
+@given(batches())
+def test_e8_last_token_reward_to_go_equals_broadcast(batch):
+    """gamma = 1: reward stored at the last trained token gives every trained token the same return."""
+    rewards, mask, _ = batch
+    returns = reward_to_go(assign_reward_last_token_batched(rewards, mask)) * mask
+    assert torch.allclose(returns, broadcast_to_tokens(rewards, mask))
+
+
+def test_reward_to_go_with_discount():
+    out = reward_to_go(torch.tensor([0.0, 0.0, 1.0]), gamma=0.5)
+    assert out.tolist() == [0.25, 0.5, 1.0]
+    assert torch.equal(reward_to_go(torch.tensor([[1.0, 2.0]])), torch.tensor([[3.0, 2.0]]))
+
+
+def test_group_normalize():
+    rewards = torch.tensor([1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0])
+    adv = group_normalize(rewards, 4)
+    assert adv.dtype == torch.float32
+    scale = torch.tensor([1.0, 0.0, 0.0, 1.0]).std().item() + 1e-6  # unbiased std, as verl / TRL
+    assert adv[:4].tolist() == pytest.approx([0.5 / scale, -0.5 / scale, -0.5 / scale, 0.5 / scale])
+    assert adv[4:].tolist() == [0.0] * 4  # all-equal group: no signal
+    for bad_size in (0, 1, 3, 2.0):
+        with pytest.raises(ValueError):
+            group_normalize(rewards, bad_size)
+    with pytest.raises(ValueError):
+        group_normalize(rewards.view(2, 4), 4)
+
+
+@PROPS
+@given(st.integers(1, 5), st.integers(2, 6), st.data())
+def test_group_normalize_has_zero_mean_per_group(groups, size, data):
+    values = data.draw(st.lists(st.floats(-100, 100, width=32), min_size=groups * size, max_size=groups * size))
+    adv = group_normalize(torch.tensor(values), size).view(groups, size)
+    assert torch.allclose(adv.mean(dim=1), torch.zeros(groups), atol=1e-4)
+    assert (adv.abs() <= size).all()  # |z| <= (n-1)/sqrt(n) < n for the unbiased std
+
+
+def test_broadcast_to_tokens():
+    mask = torch.stack([MASK, torch.zeros(9, dtype=torch.long)])
+    out = broadcast_to_tokens(torch.tensor([0.5, -1.0]), mask)
+    assert out.dtype == torch.float32
+    assert out[0].tolist() == (MASK * 0.5).tolist() and out[1].tolist() == [0.0] * 9
