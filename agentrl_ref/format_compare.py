@@ -1,0 +1,136 @@
+"""How other format checks judge the same completions, and how long they take to reject.
+
+Backs the executed table and plot of exercise 1. The patterns are the public ones
+(see ANCHORS.md §1); each is applied with the flags its project uses.
+"""
+from __future__ import annotations
+
+import math
+import re
+import time
+from typing import Callable
+
+from agentrl_ref.format_reward import SEED_FORMAT_PATTERN, STRICT_FORMAT_PATTERN, format_reward
+
+OPEN_R1_PATTERN = r"^<think>\n.*?\n</think>\n<answer>\n.*?\n</answer>$"
+TRL_THINK_PATTERN = r"^<think>(?!.*<think>)(.*?)</think>.*$"
+
+
+def _matcher(pattern: str, flags: int) -> Callable[[str], float]:
+    compiled = re.compile(pattern, flags)
+    return lambda text: 1.0 if compiled.match(text) else 0.0
+
+
+# name -> reward function on one completion; the order is the table's column order
+CHECKERS: dict[str, Callable[[str], float]] = {
+    "seed page": _matcher(SEED_FORMAT_PATTERN, re.DOTALL),
+    "open-r1": _matcher(OPEN_R1_PATTERN, re.DOTALL | re.MULTILINE),
+    "TRL think": _matcher(TRL_THINK_PATTERN, re.DOTALL | re.MULTILINE),
+    "tempered regex": _matcher(STRICT_FORMAT_PATTERN, re.DOTALL),
+    "agentrl_ref": format_reward,
+}
+
+# (label, completion, should a strict R1 format check accept it?)
+CASES: list[tuple[str, str, bool]] = [
+    ("one line", "<think>2+3=5</think><answer>5</answer>", True),
+    ("newlines as open-r1 wants", "<think>\n2+3=5\n</think>\n<answer>\n5\n</answer>", True),
+    ("surrounding spaces", "  <think>x</think>\n\n<answer>y</answer>\n", True),
+    ("CRLF line ends", "<think>a\r\nb</think>\r\n<answer>1</answer>\r\n", True),
+    ("two groups (E3)", "<think>a</think><answer>1</answer><think>b</think><answer>2</answer>", False),
+    ("nested think (E3)", "<think>a<think>b</think>c</think><answer>1</answer>", False),
+    ("text after answer", "<think>\na\n</think>\n<answer>\n1\n</answer>\nP.S. more", False),
+    ("text before think", "Sure! <think>a</think><answer>1</answer>", False),
+    ("no answer block", "<think>\nreasoning\n</think>\nThe answer is 5.", False),
+    ("unclosed think", "<think>halfway", False),
+]
+
+
+def compare_checkers(cases=CASES, checkers=CHECKERS) -> list[dict[str, object]]:
+    """One row per case: the expected verdict and every checker's reward."""
+    rows = []
+    for label, text, expected in cases:
+        row: dict[str, object] = {"case": label, "expected": float(expected)}
+        row.update({name: check(text) for name, check in checkers.items()})
+        rows.append(row)
+    return rows
+
+
+def markdown_table(rows: list[dict[str, object]]) -> str:
+    """Render rows of equal keys as a Markdown table (numbers as 0/1, mismatches marked)."""
+    keys = list(rows[0])
+    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    for row in rows:
+        cells = []
+        for key in keys:
+            value = row[key]
+            if isinstance(value, float):
+                text = f"{value:g}"
+                if key not in ("expected",) and "expected" in row and value != row["expected"]:
+                    text = f"**{text}** ✗"
+                cells.append(text)
+            else:
+                cells.append(str(value))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def degenerate_completion(repeats: int) -> str:
+    """ERRATA E4's adversarial text: one <think>, then many closed-but-misplaced groups."""
+    return "<think>" + "</think><answer></answer>x" * repeats
+
+
+def time_reject(check: Callable[[str], float], text: str, min_seconds: float = 0.02) -> float:
+    """Seconds per call of check(text): best of a few rounds, each long enough to time."""
+    best = math.inf
+    for _ in range(3):
+        calls, start = 0, time.perf_counter()
+        while True:
+            check(text)
+            calls += 1
+            elapsed = time.perf_counter() - start
+            if elapsed >= min_seconds:
+                break
+        best = min(best, elapsed / calls)
+        if elapsed > 0.5:  # one slow call is its own measurement
+            break
+    return best
+
+
+def measure_reject_times(repeats=(125, 250, 500, 1000, 2000), names=("seed page", "tempered regex", "agentrl_ref")):
+    """{'length': [...chars], name: [...seconds]} for degenerate completions of growing size."""
+    texts = [degenerate_completion(n) for n in repeats]
+    result: dict[str, list[float]] = {"length": [float(len(t)) for t in texts]}
+    for name in names:
+        check = CHECKERS[name]
+        assert all(check(t) == 0.0 for t in texts), name
+        result[name] = [time_reject(check, t) for t in texts]
+    return result
+
+
+def growth_exponent(lengths: list[float], seconds: list[float]) -> float:
+    """Slope of log(seconds) against log(length) between the two largest inputs."""
+    return math.log(seconds[-1] / seconds[-2]) / math.log(lengths[-1] / lengths[-2])
+
+
+def plot_reject_times(times: dict[str, list[float]]):
+    """Log-log plot of reject time against input length; ASCII text only."""
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=110)
+    lengths = times["length"]
+    for name, seconds in times.items():
+        if name == "length":
+            continue
+        k = growth_exponent(lengths, seconds)
+        ax.loglog([x / 1000 for x in lengths], seconds, marker="o", label=f"{name} (slope {0.0 if abs(k) < 0.05 else k:.1f})")
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xticks([x / 1000 for x in lengths])
+    ax.set_xlabel("degenerate completion length (thousand chars)")
+    ax.set_ylabel("seconds to reject one completion")
+    ax.set_title("Reject time vs length: backtracking regex vs linear checks")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,63 @@
+"""Shared fixtures: the repo paths, a built site, a served site and a headless Chromium."""
+from __future__ import annotations
+
+import http.server
+import os
+import subprocess
+import sys
+import threading
+from functools import partial
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "grader"))
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS
+
+
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory) -> Path:
+    """Build the book from scratch (warnings are errors) into a temporary folder; return its html root."""
+    out = tmp_path_factory.mktemp("site")
+    jb = Path(sys.executable).parent / "jupyter-book"
+    proc = subprocess.run([str(jb), "build", "--all", "-W", "-n", "--keep-going", "--path-output", str(out), str(ROOT)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, f"jupyter-book build failed:\n{proc.stdout[-6000:]}\n{proc.stderr[-6000:]}"
+    return out / "_build" / "html"
+
+
+@pytest.fixture(scope="session")
+def site_url(built_site):
+    """Serve the built site on 127.0.0.1 for the session; yield its base URL."""
+    class QuietHandler(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    handler = partial(QuietHandler, directory=str(built_site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    assert Path(CHROMIUM).exists(), f"{CHROMIUM} missing: install Debian's chromium (see .ci/run)"
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
