@@ -52,16 +52,15 @@ def filled(assignment: str, fills: list[str]) -> str:
     return nbformat.writes(nb)
 
 
-# Realistic wrong answers: assignment -> name -> (blank index -> wrong text, the test cell that must lose points)
-MUTATIONS: dict[str, dict[str, tuple[dict[int, str], str]]] = {
-    "ex1_format_reward": {
-        "re.search instead of re.match": ({1: "re.search(pattern, completion, re.DOTALL)"}, "test_anchored_both_ends"),
-        "no re.DOTALL": ({1: "re.match(pattern, completion)"}, "test_multiline"),
-        "greedy .* instead of NO_TAG": ({0: r'r"\s*<think>.*</think>\s*<answer>.*</answer>\s*\Z"'}, "test_repeated_nested"),
-        "the seed page's answer": ({0: r'r"^\s*<think>.*?</think>\s*<answer>.*?</answer>\s*$"'}, "test_repeated_nested"),
-        "no whitespace allowed around blocks": ({0: r'rf"<think>{NO_TAG}</think><answer>{NO_TAG}</answer>\Z"'}, "test_seed_table"),
-    },
-}
+def mutations(assignment: str) -> dict[str, tuple[dict[int, str], str]]:
+    """Realistic wrong answers from tests/mutations/<assignment>.py:
+    name -> ({blank index: wrong text}, grade_id of the test cell that must lose points)."""
+    path = ROOT / "tests" / "mutations" / f"{assignment}.py"
+    if not path.is_file():
+        return {}
+    namespace: dict = {}
+    exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), namespace)
+    return namespace["MUTATIONS"]
 
 
 def mutated_fills(assignment: str, changes: dict[int, str]) -> list[str]:

@@ -7,7 +7,7 @@ import csv
 
 import pytest
 
-from course import ASSIGNMENTS, MUTATIONS, filled, mutated_fills, reference_fills, student_notebook
+from course import ASSIGNMENTS, filled, mutated_fills, mutations, reference_fills, student_notebook
 from grading import cell_scores, nbgrader, scratch_course, submit
 
 import nbformat
@@ -25,7 +25,7 @@ def graded(request, tmp_path_factory):
     nbgrader(course, "generate_assignment", name, "--force")
     submit(course, name, "reference", filled(name, reference_fills(name)))
     submit(course, name, "untouched", nbformat.writes(student_notebook(name)))
-    for label, (changes, _) in MUTATIONS.get(name, {}).items():
+    for label, (changes, _) in mutations(name).items():
         submit(course, name, "mut-" + _slug(label), filled(name, mutated_fills(name, changes)))
     nbgrader(course, "autograde", name, "--force")
     nbgrader(course, "generate_feedback", name, "--force")
@@ -48,10 +48,10 @@ def test_untouched_release_scores_zero(graded):
 
 def test_each_mutation_loses_points_on_its_test(graded):
     name, _, scores = graded
-    mutations = MUTATIONS.get(name, {})
-    assert len(mutations) >= 3, f"{name} needs at least three realistic wrong answers"
+    cases = mutations(name)
+    assert len(cases) >= 3, f"{name} needs at least three realistic wrong answers"
     rows = []
-    for label, (_, target) in mutations.items():
+    for label, (_, target) in cases.items():
         got = scores["mut-" + _slug(label)]
         score, max_score = got[target]
         total = sum(s for s, _ in got.values()), sum(m for _, m in got.values())

@@ -177,7 +177,12 @@ async def _interleaving(schedule, n_producers, n_consumers, batch_size, capacity
 
     consumers = [asyncio.create_task(consumer(c)) for c in range(n_consumers)]
     await asyncio.gather(*(producer(p) for p in range(n_producers)))
-    for _ in range(50):  # let consumers drain what they can, then stop them
+    # let consumers drain every full batch (bounded, so a bug fails instead of hanging), then stop them
+    for _ in range(100_000):
+        if len(buf) < batch_size and all(not t.done() for t in consumers):
+            break
+        await asyncio.sleep(0)
+    for _ in range(20):  # and give a consumer woken by the last put its turn
         await asyncio.sleep(0)
     for task in consumers:
         task.cancel()

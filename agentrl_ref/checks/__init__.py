@@ -1,0 +1,126 @@
+"""Student self-checks: every exercise's visible tests, run two ways from one definition.
+
+    check("format_reward")
+        after a TODO cell: runs every visible test of that part against the notebook's own
+        objects and prints a short Chinese report (what passed, the input that failed, a hint).
+        Never raises, never shows a traceback.
+
+    run_test("ex1_format_reward.seed_table", format_reward)
+        inside an nbgrader test cell: the same test; prints the same report and raises
+        AssertionError when it fails, so nbgrader scores the cell 0.
+
+Hidden tests are not here (this package is public): they live only in the instructor notebooks.
+"""
+from __future__ import annotations
+
+import sys
+import traceback
+from dataclasses import dataclass
+from importlib import import_module
+from typing import Any, Callable
+
+BLANK = "_____"
+EXERCISES = ("ex1_format_reward", "ex2_verifiable_reward", "ex3_loss_mask",
+             "ex4_async_rollout", "ex5_composite_reward", "ex6_token_credit")
+
+
+class CheckFailure(AssertionError):
+    """A visible test failed; the message is the Chinese report line."""
+
+
+@dataclass(frozen=True)
+class VisibleTest:
+    test_id: str                 # "<exercise>.<name>", as named in the notebook's run_test call
+    part: str                    # what check() is called with: usually the function the TODO defines
+    title: str                   # Chinese, shown in the report
+    needs: tuple[str, ...]       # notebook names passed to func, in order
+    func: Callable[..., Any]
+
+
+_REGISTRY: dict[str, VisibleTest] = {}
+
+
+def visible_test(exercise: str, part: str, title: str, needs: tuple[str, ...] | None = None):
+    """Register a visible test function of `exercise`; its parameters name the notebook objects it needs."""
+    def register(func):
+        names = needs or tuple(func.__code__.co_varnames[: func.__code__.co_argcount])
+        test = VisibleTest(f"{exercise}.{func.__name__}", part, title, names, func)
+        _REGISTRY[test.test_id] = test
+        return func
+    return register
+
+
+def expect(ok: bool, what: str, *, hint: str = "") -> None:
+    """Fail the current visible test with a one-line Chinese explanation unless ok."""
+    if not ok:
+        raise CheckFailure(what + (f"\n    提示：{hint}" if hint else ""))
+
+
+def _load_all() -> None:
+    for exercise in EXERCISES:
+        try:
+            import_module(f"agentrl_ref.checks.{exercise}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"agentrl_ref.checks.{exercise}":
+                raise
+
+
+def _unfilled_blank(exc: BaseException) -> str | None:
+    """'第 N 行还有空没填' when exc is the NameError an unfilled `_____` raises."""
+    if not (isinstance(exc, NameError) and getattr(exc, "name", None) == BLANK):
+        return None
+    frames = traceback.extract_tb(exc.__traceback__)
+    frame = next((f for f in reversed(frames) if f.line and BLANK in f.line), frames[-1] if frames else None)
+    if frame is None:
+        return "还有空没填（`_____`）"
+    where = f"（函数 {frame.name}）" if frame.name != "<module>" else ""
+    return f"单元格第 {frame.lineno} 行{where}还有空没填：{(frame.line or '').strip()}"
+
+
+def _run_one(test: VisibleTest, objects: list[Any]) -> tuple[bool, str]:
+    try:
+        test.func(*objects)
+    except CheckFailure as exc:
+        return False, str(exc)
+    except Exception as exc:  # the student's code raised: report it in one line
+        blank = _unfilled_blank(exc)
+        if blank:
+            return False, blank
+        return False, f"运行时抛出 {type(exc).__name__}: {exc}"
+    return True, ""
+
+
+def _report(test: VisibleTest, ok: bool, message: str) -> str:
+    if ok:
+        return f"✓ {test.title}"
+    return f"✗ {test.title}\n    {message}"
+
+
+def run_test(test_id: str, *objects: Any) -> None:
+    """Run one visible test in an nbgrader test cell: print the report; AssertionError if it fails."""
+    _load_all()
+    test = _REGISTRY[test_id]
+    ok, message = _run_one(test, list(objects))
+    print(_report(test, ok, message))
+    if not ok:
+        raise CheckFailure(f"{test.title}: {message}")
+
+
+def check(part: str, namespace: dict[str, Any] | None = None) -> None:
+    """Run every visible test of `part` against the caller's objects and print a report (never raises)."""
+    _load_all()
+    namespace = namespace if namespace is not None else sys._getframe(1).f_globals
+    tests = [t for t in _REGISTRY.values() if t.part == part]
+    if not tests:
+        raise ValueError(f"没有名为 {part!r} 的检查；可用的有：{sorted({t.part for t in _REGISTRY.values()})}")
+    missing = sorted({name for t in tests for name in t.needs if name not in namespace})
+    if missing:
+        print(f"✗ 还没有定义 {', '.join(missing)}：先运行上面的填空格。")
+        return
+    passed = 0
+    for test in tests:
+        ok, message = _run_one(test, [namespace[name] for name in test.needs])
+        print(_report(test, ok, message))
+        passed += ok
+    verdict = "全部通过！" if passed == len(tests) else "还有没通过的，改完再运行一次。"
+    print(f"{passed}/{len(tests)} 项通过。{verdict}")
