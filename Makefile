@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 PORT ?= 8000
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: venv book test serve lab release bench clean
+.PHONY: venv book test serve lab release bench grade clean
 
 venv: $(STAMP)
 
@@ -46,6 +46,12 @@ release: venv
 
 bench: venv
 	$(PY) bench/run.py
+
+# Instructors: autograde a folder of returned notebooks (see README). OUT, DB_URL, JOBS optional.
+OUT ?= grading-output
+grade: venv
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=<folder> [OUT=grading-output] [DB_URL=postgresql://…] [JOBS=2]" >&2; exit 2; }
+	$(PY) grader/grade.py "$(SUBMISSIONS)" --out "$(OUT)" $(if $(DB_URL),--db-url "$(DB_URL)") $(if $(JOBS),--jobs $(JOBS))
 
 clean:
 	rm -rf _build .pytest_cache .hypothesis

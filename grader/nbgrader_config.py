@@ -6,10 +6,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)  # so nbgrader can import the course's preprocessor
 
 from blanks import FillInTheBlanks  # noqa: E402
+from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (  # noqa: E402
-    CheckCellMetadata, ClearHiddenTests, ClearMarkScheme, ClearOutput, ComputeChecksums,
-    IncludeHeaderFooter, InstantiateTests, LockCells, SaveCells,
+    AssignLatePenalties, CheckCellMetadata, ClearHiddenTests, ClearMarkScheme, ClearOutput, ComputeChecksums,
+    DeduplicateIds, Execute, IgnorePattern, IncludeHeaderFooter, InstantiateTests, LimitOutput, LockCells,
+    OverwriteCells, OverwriteKernelspec, SaveAutoGrades, SaveCells,
 )
+from safety import CapOutputs, FreshTestCode, SkipDemoCells, StderrIsNotAFailure  # noqa: E402
 
 c = get_config()  # noqa: F821
 c.CourseDirectory.root = HERE
@@ -23,4 +26,14 @@ c.GenerateAssignment.preprocessors = [
     ComputeChecksums, CheckCellMetadata,
 ]
 
-c.Execute.timeout = 120  # seconds per cell when autograding
+# nbgrader's autograde lists with the course's safety steps added (see safety.py).
+c.Autograde.sanitize_preprocessors = [
+    ClearOutput, DeduplicateIds, OverwriteKernelspec, OverwriteCells, CheckCellMetadata, FreshTestCode,
+    SkipDemoCells,
+]
+c.Autograde.autograde_preprocessors = [
+    Execute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput, StderrIsNotAFailure, CapOutputs,
+    SaveAutoGrades, AssignLatePenalties, CheckCellMetadata,
+]
+
+c.Execute.timeout = 120  # seconds per cell when autograding (make grade sets its own)
