@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 PORT ?= 8000
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: venv book test serve lab release bench grade clean
+.PHONY: venv book test serve lab release bench bench-grading grade clean
 
 venv: $(STAMP)
 
@@ -46,6 +46,10 @@ release: venv
 
 bench: venv
 	$(PY) bench/run.py
+
+# A simulated class of 30 students x every assignment, graded serially (SQLite) and in parallel (PostgreSQL).
+bench-grading: venv
+	$(PY) bench/grading.py
 
 # Instructors: autograde a folder of returned notebooks (see README). OUT, DB_URL, JOBS optional.
 OUT ?= grading-output

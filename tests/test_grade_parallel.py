@@ -1,0 +1,18 @@
+"""A PostgreSQL gradebook lets independent notebooks be graded in parallel, with the same results."""
+import os
+
+from class_builder import write_class
+from grade import grade
+from postgres import local_postgres
+
+
+def test_parallel_postgres_grading_matches_serial_sqlite(tmp_path):
+    root = tmp_path / "class"
+    plan = write_class(root, students=4, assignments=["ex1_format_reward"])  # the full class: make bench-grading
+    serial = grade(root, tmp_path / "serial", cell_timeout=60, notebook_timeout=300)
+    with local_postgres() as db_url:
+        parallel = grade(root, tmp_path / "parallel", cell_timeout=60, notebook_timeout=300,
+                         db_url=db_url, jobs=max(2, os.cpu_count() or 2))
+    assert len(serial) == len(plan) and all(s.status == "ok" for s in serial + parallel)
+    for name in ("grades.csv", "cells.csv"):
+        assert (tmp_path / "serial" / name).read_text() == (tmp_path / "parallel" / name).read_text(), name
