@@ -61,3 +61,17 @@ def browser():
         b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         yield b
         b.close()
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Print the mutation table: every realistic wrong answer and the test cell that caught it."""
+    import sys as _sys
+
+    module = _sys.modules.get("test_nbgrader")
+    rows = getattr(module, "MUTATION_TABLE", [])
+    if rows:
+        terminalreporter.section("mutation table (realistic wrong answers, graded by nbgrader)")
+        terminalreporter.write_line("| assignment | wrong answer | test cell meant to catch it | that cell | total | |")
+        terminalreporter.write_line("|---|---|---|---:|---:|---|")
+        for row in rows:
+            terminalreporter.write_line(row)

@@ -12,6 +12,8 @@ from grading import cell_scores, nbgrader, scratch_course, submit
 
 import nbformat
 
+MUTATION_TABLE: list[str] = []  # printed at the end of the run by conftest.pytest_terminal_summary
+
 
 def _slug(text: str) -> str:
     return "".join(ch if ch.isalnum() else "-" for ch in text.lower()).strip("-")[:40]
@@ -55,9 +57,11 @@ def test_each_mutation_loses_points_on_its_test(graded):
         got = scores["mut-" + _slug(label)]
         score, max_score = got[target]
         total = sum(s for s, _ in got.values()), sum(m for _, m in got.values())
-        rows.append(f"  {label:40s} {target:28s} {score:g}/{max_score:g}   total {total[0]:g}/{total[1]:g}")
-        assert score < max_score, f"{label!r} should lose points on {target}: {got}"
-    print(f"\n{name} mutations:\n" + "\n".join(rows))
+        verdict = "caught" if score < max_score else "MISSED"
+        rows.append(f"| {name} | {label} | {target} | {score:g}/{max_score:g} | {total[0]:g}/{total[1]:g} | {verdict} |")
+    MUTATION_TABLE.extend(rows)
+    missed = [r for r in rows if r.endswith("MISSED |")]
+    assert not missed, "mutations that lose no points on their test:\n" + "\n".join(missed)
 
 
 def test_feedback_and_csv_export(graded):
