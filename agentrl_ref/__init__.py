@@ -13,6 +13,7 @@ _EXPORTS = {
     "format_reward": ["format_reward", "tag_count_reward"],
     "verifiable_reward": ["accuracy_reward", "extract_boxed_answer", "normalize_to_fraction"],
     "answer_forms": ["ANSWER_FORMS", "AnswerForm", "compare_verifiers"],
+    "verifier_table": ["forms_table", "run_comparison", "seed_answer_table", "summary_table", "verifier_summary"],
     "loss_mask": ["ROLES", "build_loss_mask", "build_loss_mask_batched", "role_ids_from_spans",
                   "shift_mask_for_clm"],
     "rollout_buffer": ["AsyncRolloutBuffer"],
@@ -22,6 +23,7 @@ _EXPORTS = {
                      "assign_reward_last_token", "assign_reward_last_token_batched",
                      "assign_reward_uniform", "assign_reward_uniform_batched",
                      "broadcast_to_tokens", "group_normalize", "reward_to_go"],
+    "credit_plots": ["credit_facts", "grpo_group", "long_trajectory", "plot_outcome_credit", "plot_strategies"],
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 __all__ = list(_MODULE_OF)

@@ -1,0 +1,18 @@
+"""Realistic wrong answers to exercise 6: blank index -> wrong text, and the test cell that must catch it.
+
+Blanks: 0 `nz = _____`, 1 `n = _____`, 2 `out[_____] = seq_reward / n`, 3 `weights = _____`.
+"""
+MUTATIONS = {
+    # TODO 1
+    "nonzero()[0]: the first index (a NumPy habit)": ({0: "loss_mask.nonzero()[0]"}, "test_last_token"),
+    "nonzero(as_tuple=True): a tuple, not indices": ({0: "loss_mask.nonzero(as_tuple=True)"}, "test_last_token"),
+    "the mask itself instead of its nonzero indices": ({0: "loss_mask"}, "test_last_token"),
+    # TODO 2a
+    "divide by T instead of the mask sum": ({1: "len(loss_mask)"}, "test_uniform"),
+    # TODO 2b
+    "index with the int mask (positions 0 and 1)": ({2: "loss_mask"}, "test_uniform"),
+    # TODO 3
+    "normalise KL over all tokens, not the trained ones": ({3: "kl_per_token / kl_per_token.sum()"},
+                                                           "test_kl_weighted"),
+    "softmax instead of a proportional split": ({3: "torch.softmax(masked_kl, dim=0)"}, "test_kl_weighted"),
+}
