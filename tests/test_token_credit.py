@@ -171,3 +171,86 @@ def test_broadcast_to_tokens():
     out = broadcast_to_tokens(torch.tensor([0.5, -1.0]), mask)
     assert out.dtype == torch.float32
     assert out[0].tolist() == (MASK * 0.5).tolist() and out[1].tolist() == [0.0] * 9
+
+
+DTYPES = [torch.bool, torch.uint8, torch.int32, torch.long, torch.float16, torch.float32, torch.float64]
+
+
+def _column_major(t):
+    """Same values, not contiguous: the batched functions' torch path instead of the numpy one."""
+    return t.T.contiguous().T
+
+
+@pytest.mark.parametrize("layout", [lambda t: t, _column_major], ids=["contiguous", "column-major"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_batched_never_write_into_their_inputs(dtype, layout):
+    mask = layout(torch.stack([MASK, torch.zeros(9, dtype=torch.long), torch.ones(9, dtype=torch.long)]).to(dtype))
+    kl = torch.stack([KL, KL, torch.zeros(9)])  # row 2 falls back to uniform
+    rewards = torch.tensor([1.0, -2.0, 3.0])
+    before = (mask.clone(), kl.clone(), rewards.clone())
+    outs = [assign_reward_last_token_batched(rewards, mask), assign_reward_uniform_batched(rewards, mask),
+            assign_reward_kl_weighted_batched(rewards, mask, kl), broadcast_to_tokens(rewards, mask)]
+    for got, want in zip((mask, kl, rewards), before):
+        assert torch.equal(got, want)
+    expected = [torch.stack([assign_reward_last_token(r, m) for r, m in zip(rewards, mask)]),
+                torch.stack([assign_reward_uniform(r, m) for r, m in zip(rewards, mask)]),
+                torch.stack([assign_reward_kl_weighted(r, m, k) for r, m, k in zip(rewards, mask, kl)])]
+    for got, want in zip(outs, expected):
+        assert got.dtype == torch.float32 and torch.allclose(got, want, rtol=1e-6, atol=1e-6)
+    assert outs[2][2].tolist() == pytest.approx([3.0 / 9] * 9)  # the fallback row is uniform
+
+
+def test_kl_fallback_rows_mixed_with_weighted_rows():
+    mask = MASK.repeat(4, 1)
+    kl = torch.stack([KL, torch.zeros(9), KL * 3, torch.tensor([1.0, 1, 0, 0, 1, 0, 0, 0, 1])])
+    rewards = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    got = assign_reward_kl_weighted_batched(rewards, mask, kl)
+    for b in range(4):
+        assert torch.allclose(got[b], assign_reward_kl_weighted(rewards[b], mask[b], kl[b]), rtol=1e-6, atol=1e-7)
+    assert torch.equal(got[1], assign_reward_uniform(2.0, MASK)) and torch.equal(got[3], assign_reward_uniform(4.0, MASK))
+
+
+@pytest.mark.parametrize("bad", [
+    MASK.double() * (1 - 1e-12),  # rounds to 1.0 in float32: checked in its own dtype
+    MASK.float() * 0.5, MASK.float() * float("nan"), MASK.float() - 1, MASK * 2, MASK - 1,
+    MASK.to(torch.complex64), MASK.long() * 2**40, MASK.long() * 2**32 + 1, (MASK - 1).to(torch.int8),
+    (MASK * 2).to(torch.uint8), (MASK - 1).to(torch.int16), MASK.int() * -(2**31),
+])
+def test_masks_other_than_0_1_are_rejected(bad):
+    with pytest.raises(ValueError):
+        assign_reward_uniform(1.0, bad)
+    for batch in (bad.repeat(2, 1), _column_major(bad.repeat(2, 1))):  # numpy path, torch path
+        for fn in (assign_reward_last_token_batched, assign_reward_uniform_batched):
+            with pytest.raises(ValueError):
+                fn(torch.ones(2), batch)
+
+
+def test_last_index_in_float64_beyond_float32_integers(monkeypatch):
+    from agentrl_ref import token_credit
+
+    mask = torch.stack([MASK, torch.zeros(9, dtype=torch.long), torch.ones(9, dtype=torch.long)]).float()
+    want = assign_reward_last_token_batched(torch.tensor([1.0, 2.0, 3.0]), mask)
+    monkeypatch.setattr(token_credit, "_F32_EXACT", 4)
+    assert torch.equal(assign_reward_last_token_batched(torch.tensor([1.0, 2.0, 3.0]), mask), want)
+    assert torch.equal(token_credit._last_one_index(mask.float()), torch.tensor([7, -1, 8]))
+
+
+@PROPS
+@given(batches())
+def test_numpy_and_torch_paths_agree(batch):
+    rewards, mask, kl = batch
+    for dtype in (torch.long, torch.bool, torch.uint8):
+        m = mask.to(dtype)
+        for fn in (assign_reward_last_token_batched, assign_reward_uniform_batched):
+            assert torch.equal(fn(rewards, m), fn(rewards, _column_major(m)))
+        assert torch.equal(assign_reward_last_token_batched(rewards, m), assign_reward_last_token_batched(rewards, m.float()))
+
+
+def test_empty_batches():
+    for dtype in (torch.long, torch.float32):
+        for shape in ((0, 5), (3, 0), (0, 0)):
+            mask = torch.zeros(shape, dtype=dtype)
+            rewards = torch.ones(shape[0])
+            for out in (assign_reward_last_token_batched(rewards, mask), assign_reward_uniform_batched(rewards, mask),
+                        assign_reward_kl_weighted_batched(rewards, mask, torch.zeros(shape))):
+                assert out.shape == shape and out.dtype == torch.float32

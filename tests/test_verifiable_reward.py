@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from agentrl_ref.answer_forms import ANSWER_FORMS, compare_verifiers
+from agentrl_ref import verifiable_reward as vr
 from agentrl_ref.verifiable_reward import MAX_DIGITS, accuracy_reward, extract_boxed_answer, normalize_to_fraction
 
 FAST = settings(max_examples=150, deadline=None)
@@ -153,6 +154,12 @@ DEGENERATE = {
     "long_number_in_box": "\\boxed{" + "1" * 200_000 + "}",
     "long_thousands_in_box": "\\boxed{" + "1,000" * 40_000 + "}",
     "long_fraction_in_box": "\\boxed{\\frac{" + "1" * 100_000 + "}{" + "2" * 100_000 + "}}",
+    "braces_and_emoji_in_box": "\\boxed{" + "{}\U0001F600" * 66_666,
+    "braces_and_lone_surrogates_in_box": "\\boxed{" + "{}\ud800" * 66_666 + "}",
+    "digits_then_letter_in_box": "\\boxed{" + "1" * 199_999 + "x}",
+    "thousands_then_letter_in_box": "\\boxed{1" + ",000" * 50_000 + "x}",
+    "spaced_digits_in_box": "\\boxed{" + "1 " * 100_000 + "}",
+    "nested_fracs_in_box": "\\boxed{" + "\\frac{1}{" * 22_000 + "}" * 22_001,
 }
 
 
@@ -201,3 +208,80 @@ def test_compare_verifiers_runs_with_pinned_math_verify():
     assert all(r.toy_ok for r in rows[:12])
     two_boxes = rows[-1]
     assert two_boxes.toy_equal and not two_boxes.math_verify_equal  # 0.9.0 reads both boxes as a set {2, 3}
+
+
+# --- the two ways of finding the matching brace, and the linear-time normaliser, agree with the simple ones
+
+def _reference_close(text, pos, depth=1):
+    """Character by character: the index of the `}` that brings depth to 0, or -1."""
+    for i in range(pos, len(text)):
+        depth += (text[i] == "{") - (text[i] == "}")
+        if depth == 0:
+            return i
+    return -1
+
+
+BRACE_TEXT = st.lists(st.sampled_from(["{", "}", "{", "}", "x", "é", "\ud800", "\U0001F600", "\x00", "\\boxed{"]),
+                      max_size=300).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(BRACE_TEXT, st.integers(1, 5), st.integers(1, 70))
+def test_numpy_scan_equals_jump_loop_on_random_brace_strings(text, depth, chunk):
+    expected = _reference_close(text, 0, depth)
+    assert vr._matching_close(text, 0, depth, jumps=10**9) == expected  # the str.find / str.count loop only
+    assert vr._close_by_scan(text, 0, depth, chunk=chunk) == expected  # numpy from the start, small chunks
+    assert vr._close_by_scan(text, 0, depth) == expected  # numpy, one chunk
+    assert vr._matching_close(text, 0, depth, jumps=2, scan_min=0) == expected  # a few jumps, then numpy
+
+
+@pytest.mark.parametrize("body", ["{}" * 5000, "{" * 5000 + "}" * 4999, "{}é" * 3000, "{}\U0001F600" * 3000,
+                                  "{}\ud800" * 3000 + "}", "x" * 70_000 + "{}" * 70_000 + "}"])
+def test_long_inputs_take_the_numpy_path_and_agree(body):
+    text = "a \\boxed{1} b \\boxed{" + body
+    begin = text.rfind("\\boxed{") + len("\\boxed{")
+    expected = _reference_close(text, begin)
+    assert vr._matching_close(text, begin, jumps=10**9) == expected
+    assert vr._matching_close(text, begin) == expected
+    assert extract_boxed_answer(text) == (None if expected < 0 else text[begin:expected])
+
+
+def test_close_by_scan_skips_chunks_where_depth_cannot_reach_zero():
+    text = "{" * 200 + "}" * 201
+    assert vr._close_by_scan(text, 0, 1, chunk=7) == _reference_close(text, 0, 1) == 400
+    assert vr._close_by_scan(text, 0, 10**12, chunk=7) == -1  # depth beyond any int32
+
+
+# The patterns as they were before the atomic group: the verdicts must not change.
+_OLD_NUM = r"(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]*)?|\.[0-9]+"
+_OLD_ARG = rf"\{{(-?)({_OLD_NUM})\}}|([0-9])"
+OLD_PATTERNS = [re.compile(rf"(-?)({_OLD_NUM})"), re.compile(rf"(-?)({_OLD_NUM})/(-?)({_OLD_NUM})"),
+                re.compile(rf"(-?)\\[dt]?frac(?:{_OLD_ARG})(?:{_OLD_ARG})")]
+NUMBERISH = st.lists(st.sampled_from(["0", "1", "12", "123", "1234", ",", ",000", ",00", ".", ".5", "-", "/", "{", "}",
+                                      "\\frac", "\\dfrac", "x"]), max_size=14).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(NUMBERISH)
+def test_atomic_number_patterns_match_exactly_like_the_backtracking_ones(s):
+    for old, new in zip(OLD_PATTERNS, (vr._NUMBER, vr._SLASH, vr._FRAC)):
+        m_old, m_new = old.fullmatch(s), new.fullmatch(s)
+        assert (m_old and m_old.groups()) == (m_new and m_new.groups())
+
+
+def test_longest_accepted_answer_fits_under_max_answer_len():
+    digits = "9" * MAX_DIGITS
+    thousands = f"{int(digits):,}."  # every digit, every comma and a decimal point
+    longest = f"-\\dfrac{{-{thousands}}}{{-{thousands}}}"
+    assert normalize_to_fraction(longest) == Fraction(-1)  # three minus signs
+    assert len(longest) <= vr.MAX_ANSWER_LEN
+    assert normalize_to_fraction(" ".join(longest) + " $" * 100_000) == Fraction(-1)  # whitespace and $ don't count
+    assert normalize_to_fraction(longest + "0" * (vr.MAX_ANSWER_LEN - len(longest) + 1)) is None
+
+
+@pytest.mark.parametrize("s", ["1 " * 100_000, "1\xa0" * 100_000, "$" * 200_000, "1" * 199_999 + "x",
+                               "1" + ",000" * 50_000 + "x", "\\frac{1}{" * 22_000, "-" * 200_000])
+def test_normalize_rejects_long_strings_quickly(s):
+    t0 = time.perf_counter()
+    assert normalize_to_fraction(s) is None
+    assert time.perf_counter() - t0 < 0.5  # generous; the bench measures the real numbers
