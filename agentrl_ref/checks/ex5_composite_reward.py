@@ -1,0 +1,85 @@
+"""Visible tests of exercise 5 (composite reward): cosine endpoints, the seed's example with its true values, key checks.
+
+The seed page's expected output is wrong (ERRATA E6): for its 62-character completion cos_len is
+0.964 and total 1.293, not "≈ 0" and "≈ 1.1". The test asserts those true values as constants.
+"""
+from agentrl_ref.checks import expect, visible_test
+
+EX = "ex5_composite_reward"
+
+SEED_COMPLETION = "<think>23*17 = 23*17 = 391</think><answer>\\boxed{391}</answer>"  # 62 characters
+SEED_WEIGHTS = {"fmt": 0.1, "acc": 1.0, "cos_len": 0.2}
+SEED_COS_LEN = 0.964   # 0.5 * (1 + cos(pi * 62 / 512)) = 0.96425...
+SEED_TOTAL = 1.293     # 0.1 * 1 + 1.0 * 1 + 0.2 * 0.96425 = 1.29285...
+TOLERANCE = 1e-3
+
+
+def _close(got, want: float, tol: float = 1e-6) -> bool:
+    return isinstance(got, (int, float)) and abs(got - want) <= tol
+
+
+def _show(value) -> str:
+    return f"{value:+.3f}" if isinstance(value, (int, float)) else repr(value)
+
+
+@visible_test(EX, "cosine_length_reward", "长度两端与中点的取值（答对、答错各 3 个点）")
+def cosine_endpoints(cosine_length_reward):
+    n = len(SEED_COMPLETION)
+    # max_len chosen so that L / max_len is (almost) 0, exactly 0.5 and exactly 1
+    points = [("≈0", 10**9, 1.0, -1.0), ("0.5", 2 * n, 0.5, -0.5), ("1", n, 0.0, 0.0)]
+    rows = []
+    for label, max_len, want_correct, want_wrong in points:
+        got_correct = cosine_length_reward(SEED_COMPLETION, "391", max_len=max_len)
+        got_wrong = cosine_length_reward(SEED_COMPLETION, "392", max_len=max_len)
+        rows.append((label, max_len, got_correct, want_correct, got_wrong, want_wrong))
+        print(f"  L/max_len = {label:>3}   答对 {_show(got_correct)}（期望 {want_correct:+.1f}）"
+              f"   答错 {_show(got_wrong)}（期望 {want_wrong:+.1f}）")
+    for label, max_len, got_correct, want_correct, got_wrong, want_wrong in rows:
+        expect(_close(got_correct, want_correct),
+               f"答对、L/max_len = {label}（max_len={max_len}）得到 {got_correct!r}，期望 {want_correct}",
+               hint="答对时越短越好：L=0 得 1.0，L=max_len 得 0.0。cos_factor 在这两点分别是 0 和 1。"
+                    "原页面 docstring 写的方向是反的。")
+        expect(_close(got_wrong, want_wrong),
+               f"答错、L/max_len = {label}（max_len={max_len}）得到 {got_wrong!r}，期望 {want_wrong}",
+               hint="答错时又短又错罚得最重：L=0 得 -1.0，L=max_len 得 0.0。")
+
+
+@visible_test(EX, "make_reward_fn", "原页面的例子：fmt、acc、cos_len 与加权 total")
+def seed_example(make_reward_fn, cosine_length_reward, format_reward, accuracy_reward):
+    funcs = {
+        "fmt": lambda c, g: format_reward(c),
+        "acc": lambda c, g: accuracy_reward(c, g),
+        "cos_len": cosine_length_reward,
+    }
+    R = make_reward_fn(SEED_WEIGHTS, funcs)
+    scores = R(SEED_COMPLETION, "391")
+    print(f"  R(c, '391') = {scores}")
+    expect(isinstance(scores, dict), f"R 应返回 dict，得到 {type(scores).__name__}",
+           hint="composite 返回 scores 字典，里面有每个分量和 \"total\"。")
+    expect(set(scores) == {"fmt", "acc", "cos_len", "total"},
+           f"返回的键是 {sorted(scores)}，期望 fmt、acc、cos_len 和 total")
+    expect(scores["fmt"] == 1.0 and scores["acc"] == 1.0,
+           f"fmt = {scores['fmt']!r}、acc = {scores['acc']!r}，两项都应为 1.0")
+    expect(_close(scores["cos_len"], SEED_COS_LEN, TOLERANCE),
+           f"cos_len = {scores['cos_len']!r}，期望 ≈ {SEED_COS_LEN}（62 个字符，max_len 512）",
+           hint="原页面写的 \"cos_len≈0\" 是错的：62/512 很小，答对又短，应当接近 1。先让上面的 check 全部通过。")
+    expect(_close(scores["total"], SEED_TOTAL, TOLERANCE),
+           f"total = {scores['total']!r}，期望 ≈ {SEED_TOTAL}（= 0.1·fmt + 1.0·acc + 0.2·cos_len）",
+           hint="total 是每个分量乘以它自己的权重再相加，不是分量的直接求和。")
+
+
+@visible_test(EX, "make_reward_fn", "weights 里有、funcs 里没有的 key 要报 ValueError")
+def key_mismatch(make_reward_fn):
+    funcs = {"fmt": lambda c, g: 1.0, "acc": lambda c, g: 1.0}
+    weights = {"fmt": 0.1, "acc": 1.0, "rep": -0.5}  # "rep" has no function
+    try:
+        make_reward_fn(weights, funcs)
+    except ValueError as exc:
+        print(f"  ValueError: {exc}")
+        expect("rep" in str(exc), f"报错信息 {str(exc)!r} 没有提到缺函数的 key 'rep'")
+        return
+    except AssertionError:
+        expect(False, "make_reward_fn 抛出了 AssertionError，期望 ValueError",
+               hint="assert 在 python -O 下会被整条删掉；配置错误要用 raise ValueError。")
+    expect(False, "weights 多了 'rep'，make_reward_fn 却没有报错",
+           hint="在构造时就检查两边的 key 是否完全一致，不一致就 raise ValueError。")

@@ -1,0 +1,154 @@
+"""Length-shaped rewards side by side, and the per-component log of a composite reward (exercise 5).
+
+Backs the executed plot and tables of exercise 5:
+- this course's cosine length reward (clamped at max_len), the same formula without the clamp,
+  open-r1's get_cosine_scaled_reward with its function defaults (characters, no clamp) and DAPO's
+  linear soft overlong punishment (Eq. 13) added to a +/-1 correctness reward;
+- the dict a composite reward returns for a handful of completions, as a training log would record it.
+Text inside figures is ASCII only (no CJK font in matplotlib); Chinese labels go to Markdown tables.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+from agentrl_ref.composite_reward import cosine_scaled, soft_overlong_punishment
+
+# (value at L = 0, value at L = max_len). open-r1's function defaults are min/max_value_correct =
+# 0.5/1.0 and min/max_value_wrong = -1.0/-0.5; for wrong answers it swaps the pair, so short wrong
+# answers get -1.0 and long ones -0.5.
+COURSE_CORRECT = (1.0, 0.0)
+COURSE_WRONG = (-1.0, 0.0)
+OPEN_R1_CORRECT = (1.0, 0.5)
+OPEN_R1_WRONG = (-1.0, -0.5)
+
+# DAPO's panel is drawn for an illustrative budget: the shape only depends on cache_len / max_len.
+DAPO_MAX_LEN = 1000
+DAPO_CACHE_FRACTION = 0.25
+
+
+def unclamped_cosine(ratio: float, r_short: float, r_long: float) -> float:
+    """The cosine schedule as open-r1 computes it: no clamp, so past ratio 1 the cosine comes back up."""
+    return r_long + 0.5 * (r_short - r_long) * (1.0 + math.cos(math.pi * ratio))
+
+
+def dapo_reward(ratio: float, correct: bool, max_len: int = DAPO_MAX_LEN,
+                cache_fraction: float = DAPO_CACHE_FRACTION) -> float:
+    """+1 / -1 for correctness plus DAPO's soft overlong punishment at length round(ratio * max_len)."""
+    cache_len = max(1, round(cache_fraction * max_len))
+    length = round(ratio * max_len)
+    return (1.0 if correct else -1.0) + soft_overlong_punishment(length, max_len, cache_len)
+
+
+# curve name -> function of L / max_len; the order is the legend's and the value table's
+CURVES: dict[str, Callable[[float], float]] = {
+    "course correct": lambda x: cosine_scaled(x, *COURSE_CORRECT),
+    "course wrong": lambda x: cosine_scaled(x, *COURSE_WRONG),
+    "course correct, no clamp": lambda x: unclamped_cosine(x, *COURSE_CORRECT),
+    "course wrong, no clamp": lambda x: unclamped_cosine(x, *COURSE_WRONG),
+    "open-r1 correct": lambda x: unclamped_cosine(x, *OPEN_R1_CORRECT),
+    "open-r1 wrong": lambda x: unclamped_cosine(x, *OPEN_R1_WRONG),
+    "DAPO correct": lambda x: dapo_reward(x, True),
+    "DAPO wrong": lambda x: dapo_reward(x, False),
+}
+
+
+def length_curves(x_max: float = 1.5, points: int = 301) -> dict[str, list[float]]:
+    """{'ratio': [L / max_len ...], curve name: [reward ...]} on an even grid from 0 to x_max."""
+    ratios = [x_max * i / (points - 1) for i in range(points)]
+    out: dict[str, list[float]] = {"ratio": ratios}
+    out.update({name: [f(x) for x in ratios] for name, f in CURVES.items()})
+    return out
+
+
+def values_table(at: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 0.875, 1.0, 1.5, 2.0)) -> str:
+    """Markdown table: every curve's reward at a few values of L / max_len."""
+    lines = ["| L/max_len = | " + " | ".join(f"{x:g}" for x in at) + " |", "|---|" + "---:|" * len(at)]
+    for name, f in CURVES.items():
+        lines.append(f"| {name} | " + " | ".join(f"{f(x) + 0.0:.3f}" for x in at) + " |")
+    return "\n".join(lines)
+
+
+def plot_length_rewards(curves: dict[str, list[float]] | None = None):
+    """Two panels over L / max_len: the cosine rewards (course vs open-r1) and DAPO's linear punishment."""
+    import matplotlib.pyplot as plt
+
+    curves = curves or length_curves()
+    x = curves["ratio"]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10.0, 4.0), dpi=110, sharey=True)
+    green, red = "tab:green", "tab:red"
+
+    left.plot(x, curves["course correct"], color=green, lw=2.2, label="this exercise, correct (clamped)")
+    left.plot(x, curves["course wrong"], color=red, lw=2.2, label="this exercise, wrong (clamped)")
+    beyond = [i for i, r in enumerate(x) if r >= 1.0]
+    for name, color in (("course correct, no clamp", green), ("course wrong, no clamp", red)):
+        left.plot([x[i] for i in beyond], [curves[name][i] for i in beyond], color=color, lw=1.2, ls=":",
+                  label=name.replace("course", "this exercise,") + " (past max_len)")
+    left.plot(x, curves["open-r1 correct"], color=green, lw=1.4, ls="--", label="open-r1 defaults, correct")
+    left.plot(x, curves["open-r1 wrong"], color=red, lw=1.4, ls="--", label="open-r1 defaults, wrong")
+    left.set_title("Cosine length reward (Yeo et al. 2025)")
+
+    right.plot(x, curves["DAPO correct"], color=green, lw=2.2, label="+1 + overlong punishment")
+    right.plot(x, curves["DAPO wrong"], color=red, lw=2.2, label="-1 + overlong punishment")
+    right.axvspan(1.0 - DAPO_CACHE_FRACTION, 1.0, color="0.85", label=f"L_cache = {DAPO_CACHE_FRACTION:g} L_max")
+    right.set_title("DAPO soft overlong punishment (linear, Eq. 13)")
+
+    for ax, xlabel in ((left, "L / max_len (characters)"), (right, "|y| / L_max (tokens)")):
+        ax.axvline(1.0, color="0.4", lw=1.0)
+        ax.axhline(0.0, color="0.6", lw=0.8)
+        ax.set_xlabel(xlabel)
+        ax.set_xlim(0.0, x[-1])
+        ax.set_ylim(-2.15, 1.15)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7.5, loc="lower left")
+    left.set_ylabel("reward")
+    fig.tight_layout()
+    return fig
+
+
+# --- the training-log table -------------------------------------------------------------------
+
+_STEP = "23*17 = 20*17 + 3*17 = 340 + 51 = 391. "
+_WRONG_STEP = "23*17 = 20*17 + 3*17 = 340 + 41 = 381. "
+
+
+def _r1(think: str, answer: str) -> str:
+    return f"<think>{think}</think><answer>{answer}</answer>"
+
+
+# (label shown in the table, completion, gold answer); the first one is the seed page's example
+LOG_EXAMPLES: list[tuple[str, str, str]] = [
+    ("原页面的例子：答对，很短", _r1("23*17 = 23*17 = 391", "\\boxed{391}"), "391"),
+    ("答对，推理较长", _r1(_STEP * 6, "\\boxed{391}"), "391"),
+    ("答对，超过 max_len", _r1(_STEP * 16, "\\boxed{391}"), "391"),
+    ("答错，很短", _r1("23*17 = 381", "\\boxed{381}"), "391"),
+    ("答错，推理较长", _r1(_WRONG_STEP * 6, "\\boxed{381}"), "391"),
+    ("答对，但没有 think/answer 标签", "23*17 = 391, so \\boxed{391}", "391"),
+    ("答对，但答案不在 `\\boxed{}` 里", _r1("23*17 = 391", "391"), "391"),
+]
+
+
+def reward_log_rows(reward_fn: Callable[[str, str], dict[str, float]],
+                    examples: list[tuple[str, str, str]] = LOG_EXAMPLES,
+                    max_len: int = 512) -> list[dict[str, object]]:
+    """One row per example: label, length, L / max_len, then the dict reward_fn returns (components, total)."""
+    rows = []
+    for label, completion, gold in examples:
+        row: dict[str, object] = {"completion": label, "L": len(completion), "L/max_len": len(completion) / max_len}
+        row.update(reward_fn(completion, gold))
+        rows.append(row)
+    return rows
+
+
+def log_markdown_table(rows: list[dict[str, object]]) -> str:
+    """Rows of equal keys as a Markdown table; floats with three decimals, the total in bold."""
+    keys = list(rows[0])
+    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    for row in rows:
+        cells = []
+        for key in keys:
+            value = row[key]
+            text = f"{value + 0.0:.3f}" if isinstance(value, float) else str(value)
+            cells.append(f"**{text}**" if key == "total" else text)
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
