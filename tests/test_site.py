@@ -32,7 +32,7 @@ def test_exercise_page_in_chromium(name, site_url, browser, artifacts):
 
     # the blanks are shown, not executed: no traceback from `_____`
     code = page.locator("div.cell").all_inner_texts()
-    assert any(re.search(r"\w+ = _____", block) for block in code), "blank not visible"
+    assert any("_____" in block for block in code), "blank not visible"
     assert "NameError" not in page.inner_text("main")
 
     # the answer is collapsed until its summary is clicked

@@ -1,0 +1,81 @@
+"""Visible tests of exercise 3 (multi-turn loss mask): the seed page's trajectory, the causal shift,
+and the ChatML rule on a real tokenized conversation."""
+from agentrl_ref.checks import expect, visible_test
+
+EX = "ex3_loss_mask"
+
+# The seed page's test: 12 tokens, [sys 0..2] [user 2..5] [asst 5..8] [tool 8..10] [asst 10..12]
+SEED_SPANS = [
+    ("system", 0, 2),
+    ("user", 2, 5),
+    ("assistant", 5, 8),
+    ("tool", 8, 10),
+    ("assistant", 10, 12),
+]
+SEED_RAW = [0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 1, 1]
+SEED_SHIFTED = [0, 0, 0, 0, 1, 1, 1, 0, 0, 1, 1]
+
+
+@visible_test(EX, "loss_mask", "原页面的轨迹：raw mask（12 个 token）")
+def seed_raw_mask(build_loss_mask):
+    mask = build_loss_mask(list(range(12)), SEED_SPANS)
+    print(f"  raw mask: {mask}")
+    print(f"  期望:     {SEED_RAW}")
+    mask = list(mask)
+    expect(len(mask) == 12, f"mask 的长度是 {len(mask)}，期望 12（和 token_ids 一样长）")
+    for role, start, end in SEED_SPANS:
+        got, want = mask[start:end], SEED_RAW[start:end]
+        hint = ("只有 assistant 段是 1；system、user、tool 都是 observation，应为 0。" if role != "assistant"
+                else "assistant 段的每个 token 都要是 1。")
+        expect(got == want, f"{role} 段 token[{start}:{end}] 得到 {got}，期望 {want}", hint=hint)
+
+
+@visible_test(EX, "loss_mask", "原页面的轨迹：错位后的 mask（11 个位置，5 个计入 loss）")
+def seed_shifted_mask(shift_mask_for_clm):
+    shifted = list(shift_mask_for_clm(list(SEED_RAW)))
+    print(f"  shifted:  {shifted}")
+    print(f"  期望:     {SEED_SHIFTED}")
+    print(f"  loss tokens: {sum(shifted)} / {len(shifted)}   （期望 {sum(SEED_SHIFTED)} / {len(SEED_SHIFTED)}）")
+    expect(len(shifted) == len(SEED_RAW) - 1,
+           f"输入 12 个 token 的 mask，得到长度 {len(shifted)}，期望 11",
+           hint="最后一个位置没有下一个 token 可预测，第一个 token 也没有谁预测它：结果比 mask 短 1。")
+    expect(shifted[4] == 1, f"shifted[4] 是 {shifted[4]}，期望 1",
+           hint="位置 4（最后一个 user token）的 logits 预测 token 5（第一个 assistant token），这个 loss 要算："
+                "shifted[t] = mask[t+1]。")
+    expect(shifted == SEED_SHIFTED, f"得到 {shifted}，期望 {SEED_SHIFTED}",
+           hint="shifted[t] = mask[t+1]：向左移一位，而不是向右。")
+
+
+_PART_CASES = [  # (role, part, trained?) and why, for the hint
+    ("assistant", "header", False, "<|im_start|>assistant\\n 是模板写的（生成提示），不是模型生成的。"),
+    ("assistant", "content", True, "assistant 的正文是模型生成的，要训练。"),
+    ("assistant", "end", True, "<|im_end|> 要训练，否则模型学不会停下来。"),
+    ("tool", "content", False, "tool 的输出是环境给的 observation，永远不训练。"),
+    ("user", "content", False, "user 的话是输入，不训练。"),
+    ("tool", "end", False, "tool 消息的 <|im_end|> 也是模板写的，不训练。"),
+]
+
+
+@visible_test(EX, "is_trainable", "ChatML 的规则：header、正文、<|im_end|> 各训练哪些")
+def chatml_rule(is_trainable):
+    for role, part, want, _ in _PART_CASES:
+        print(f"  {role:9s} {part:8s} -> {int(bool(is_trainable(role, part)))}   期望 {int(want)}")
+    for role, part, want, why in _PART_CASES:
+        got = bool(is_trainable(role, part))
+        expect(got == want, f"is_trainable({role!r}, {part!r}) 得到 {got}，期望 {want}", hint=why)
+
+
+@visible_test(EX, "is_trainable", "真实对话：每个 token 的 mask 与 verl 的做法一致")
+def real_conversation(is_trainable):
+    from agentrl_ref.chat_template import AGENT_CONVERSATION, is_trainable as reference, loss_mask_from_tokens, \
+        tokenize_chat
+    from agentrl_ref.mask_plots import token_label
+
+    chat = tokenize_chat(AGENT_CONVERSATION)
+    got = loss_mask_from_tokens(chat, is_trainable)
+    want = loss_mask_from_tokens(chat, reference)
+    print(f"  {len(chat)} 个 token，训练其中 {sum(got)} 个（期望 {sum(want)} 个）")
+    for t, (g, w) in enumerate(zip(got, want)):
+        label = token_label(chat.pieces[t])
+        expect(g == w, f"token {t} {label!r}（{chat.roles[t]} 的 {chat.parts[t]}）得到 {g}，期望 {w}",
+               hint="只训练 assistant 的正文和它的 <|im_end|>。")

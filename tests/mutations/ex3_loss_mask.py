@@ -1,0 +1,16 @@
+"""Realistic wrong answers to exercise 3: blank index -> wrong text, and the test cell that must catch it.
+
+Blanks: 0 = TODO 1 (the condition in build_loss_mask), 1 = TODO 2 (shift_mask_for_clm's return),
+2 = TODO 3 (is_trainable on the ChatML parts).
+"""
+MUTATIONS = {
+    'role != "user" (trains system and tool)': ({0: 'role != "user"'}, "test_raw_mask"),
+    "tool output trained too": ({0: 'role in ("assistant", "tool")'}, "test_raw_mask"),
+    "mask[:-1]: shifted the wrong way": ({1: "mask[:-1]"}, "test_shift"),
+    "mask not shifted at all": ({1: "mask"}, "test_shift"),
+    "shift, then pad back to full length": ({1: "mask[1:] + [0]"}, "test_shift"),
+    "whole assistant message (header trained)": ({2: 'role == "assistant"'}, "test_real_conversation"),
+    "<|im_end|> not trained (never stops)": ({2: 'role == "assistant" and part == "content"'}, "test_chatml_rule"),
+    "tool content trained": ({2: 'role in ("assistant", "tool") and part in ("content", "end")'}, "test_chatml_rule"),
+    "everything but headers": ({2: 'part != "header"'}, "test_chatml_rule"),
+}
