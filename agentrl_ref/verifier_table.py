@@ -174,3 +174,33 @@ def forms_table(results: Sequence[VerifierComparison]) -> str:
                      f"| {_verdict(r.math_verify_equal, r.expected_equal)} | {_code(r.completion)} | {_code(r.gold)} "
                      f"| {r.note} |")
     return "\n".join(lines)
+
+
+def plot_verifiers(results: Sequence[VerifierComparison]):
+    """One dot per answer form and verifier: time per call (log x), coloured by agreement with the human verdict."""
+    import matplotlib.pyplot as plt
+
+    kinds = {"agrees with human": "0.6", "false negative": "tab:orange", "false positive": "tab:red"}
+    fig, ax = plt.subplots(figsize=(8, 3.2), dpi=110)
+    for row, (name, verdict, seconds) in enumerate((("toy (agentrl_ref)", "toy_equal", "toy_seconds"),
+                                                    ("math-verify 0.9.0", "math_verify_equal", "math_verify_seconds"))):
+        times = [getattr(r, seconds) for r in results]
+        for k, (r, t) in enumerate(zip(results, times)):
+            said = getattr(r, verdict)
+            kind = ("agrees with human" if said == r.expected_equal
+                    else "false negative" if r.expected_equal else "false positive")
+            y = row + ((k % 7) - 3) * 0.06  # deterministic jitter, so that dots do not hide each other
+            ax.scatter(t, y, s=18, color=kinds[kind], zorder=3 if kind != "agrees with human" else 2, label=kind)
+        median = statistics.median(times)
+        ax.plot([median, median], [row - 0.3, row + 0.3], color="black", linewidth=1.5)
+        ax.annotate(f"median {_duration(median).replace('µ', 'u')}", (median, row + 0.32), ha="center", fontsize=8)
+    ax.set_xscale("log")
+    ax.set_yticks([0, 1], ["toy (agentrl_ref)", "math-verify 0.9.0"])
+    ax.set_ylim(-0.5, 1.6)
+    ax.set_xlabel("seconds per call (log scale)")
+    ax.set_title(f"{len(results)} answer forms: time per call and verdict vs a human grader")
+    ax.grid(True, axis="x", which="both", alpha=0.3)
+    unique = {label: handle for handle, label in zip(*ax.get_legend_handles_labels())}  # one entry per kind
+    ax.legend(unique.values(), unique.keys(), fontsize=8, loc="upper left")
+    fig.tight_layout()
+    return fig

@@ -5,8 +5,8 @@ import pytest
 
 from agentrl_ref.answer_forms import ANSWER_FORMS, AnswerForm, VerifierComparison
 from agentrl_ref.verifier_table import (
-    SEED_AND_TRAPS, WARM_UP, forms_table, run_comparison, seed_accuracy_reward, seed_answer_table, summary_table,
-    verifier_summary,
+    SEED_AND_TRAPS, WARM_UP, forms_table, plot_verifiers, run_comparison, seed_accuracy_reward, seed_answer_table,
+    summary_table, verifier_summary,
 )
 
 
@@ -85,3 +85,21 @@ def test_run_comparison_keeps_the_row_order():
     rows = [AnswerForm("\\boxed{3}", "3", True, "a"), AnswerForm("\\boxed{4}", "3", False, "b")]
     out = run_comparison(rows)
     assert [r.note for r in out] == ["a", "b"] and all(r.toy_ok and r.math_verify_ok for r in out)
+
+
+def test_plot_verifiers_draws_without_warnings():
+    import warnings
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [_comparison(True, True, True), _comparison(True, False, True, toy_s=2e-6), _comparison(False, False, True)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the book build turns any stderr into an error
+        fig = plot_verifiers(rows)
+        fig.canvas.draw()
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels == ["agrees with human", "false negative", "false positive"]
+    plt.close(fig)
