@@ -9,10 +9,17 @@
         inside an nbgrader test cell: the same test; prints the same report and raises
         AssertionError when it fails, so nbgrader scores the cell 0.
 
+A visible test may be a coroutine function (exercise 4 tests asyncio code). Inside a Jupyter cell an
+event loop is already running, so run_test() and check() then return a coroutine and the cell awaits
+it: `await run_test(...)`, `await check(...)` (top-level await). Outside a running loop (a script,
+pytest) they run it to completion with asyncio.run. Synchronous tests behave exactly as before.
+
 Hidden tests are not here (this package is public): they live only in the instructor notebooks.
 """
 from __future__ import annotations
 
+import asyncio
+import inspect
 import sys
 import traceback
 from dataclasses import dataclass
@@ -96,23 +103,82 @@ def _report(test: VisibleTest, ok: bool, message: str) -> str:
     return f"✗ {test.title}\n    {message}"
 
 
-def run_test(test_id: str, *objects: Any) -> None:
-    """Run one visible test in an nbgrader test cell: print the report; AssertionError if it fails."""
+def _is_async(test: VisibleTest) -> bool:
+    return inspect.iscoroutinefunction(test.func)
+
+
+async def _run_one_async(test: VisibleTest, objects: list[Any]) -> tuple[bool, str]:
+    """_run_one for a coroutine test function (same messages)."""
+    try:
+        await test.func(*objects)
+    except CheckFailure as exc:
+        return False, str(exc)
+    except Exception as exc:
+        blank = _unfilled_blank(exc)
+        if blank:
+            return False, blank
+        return False, f"运行时抛出 {type(exc).__name__}: {exc}"
+    return True, ""
+
+
+def _run_or_hand_back(coro):
+    """Inside a running event loop (a notebook cell) return the coroutine for the caller to await; else run it."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    return coro
+
+
+async def _run_test_async(test: VisibleTest, objects: list[Any]) -> None:
+    ok, message = await _run_one_async(test, objects)
+    print(_report(test, ok, message))
+    if not ok:
+        raise CheckFailure(f"{test.title}: {message}")
+
+
+def run_test(test_id: str, *objects: Any):
+    """Run one visible test in an nbgrader test cell: print the report; AssertionError if it fails.
+
+    For a coroutine test inside a running event loop this returns a coroutine: `await run_test(...)`."""
     _load_all()
     test = _REGISTRY[test_id]
+    if _is_async(test):
+        return _run_or_hand_back(_run_test_async(test, list(objects)))
     ok, message = _run_one(test, list(objects))
     print(_report(test, ok, message))
     if not ok:
         raise CheckFailure(f"{test.title}: {message}")
 
 
-def check(part: str, namespace: dict[str, Any] | None = None) -> None:
-    """Run every visible test of `part` against the caller's objects and print a report (never raises)."""
+async def _check_async(tests: list[VisibleTest], namespace: dict[str, Any]) -> None:
+    """check() for a part with coroutine tests: the same report, awaited test by test."""
+    missing = sorted({name for t in tests for name in t.needs if name not in namespace})
+    if missing:
+        print(f"✗ 还没有定义 {', '.join(missing)}：先运行上面的填空格。")
+        return
+    passed = 0
+    for test in tests:
+        objects = [namespace[name] for name in test.needs]
+        ok, message = await _run_one_async(test, objects) if _is_async(test) else _run_one(test, objects)
+        print(_report(test, ok, message))
+        passed += ok
+    verdict = "全部通过！" if passed == len(tests) else "还有没通过的，改完再运行一次。"
+    print(f"{passed}/{len(tests)} 项通过。{verdict}")
+
+
+def check(part: str, namespace: dict[str, Any] | None = None):
+    """Run every visible test of `part` against the caller's objects and print a report (never raises).
+
+    When the part has coroutine tests and an event loop is running (a notebook cell) this returns a
+    coroutine: `await check(...)`."""
     _load_all()
     namespace = namespace if namespace is not None else sys._getframe(1).f_globals
     tests = [t for t in _REGISTRY.values() if t.part == part]
     if not tests:
         raise ValueError(f"没有名为 {part!r} 的检查；可用的有：{sorted({t.part for t in _REGISTRY.values()})}")
+    if any(_is_async(t) for t in tests):
+        return _run_or_hand_back(_check_async(tests, namespace))
     missing = sorted({name for t in tests for name in t.needs if name not in namespace})
     if missing:
         print(f"✗ 还没有定义 {', '.join(missing)}：先运行上面的填空格。")

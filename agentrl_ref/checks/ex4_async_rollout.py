@@ -1,0 +1,183 @@
+"""Visible tests of exercise 4 (async rollout buffer): the seed's harness, FIFO, drops, whole batches, shutdown, several trainers.
+
+Every test is a coroutine (the notebook awaits it in the kernel's running loop). Nothing here may
+hang on a wrong answer: each wait is bounded by TIMEOUT seconds, and every task a test starts is
+cancelled and awaited before the test returns, so no "Task was destroyed" warning reaches stderr.
+The "time" in these scenarios is asyncio.sleep(0): a turn of the event loop, not a real wait.
+"""
+from __future__ import annotations
+
+import asyncio
+import random
+
+from agentrl_ref.checks import CheckFailure, expect, visible_test
+
+EX = "ex4_async_rollout"
+PART = "AsyncRolloutBuffer"
+TIMEOUT = 1.0  # seconds; every scenario finishes in milliseconds when the buffer is right
+
+HANG_HINT = ("put() 之后要把等待的 trainer 叫醒（记得调用方法，不只是写出它的名字）；"
+             "wait_for 的条件是“至少攒够一个 batch”。")
+
+
+class _Tasks:
+    """`async with _Tasks() as tasks:` start tasks with tasks.start(coro); leftovers are cancelled and awaited."""
+
+    def __init__(self):
+        self.started: list[asyncio.Task] = []
+
+    def start(self, coro) -> asyncio.Task:
+        task = asyncio.ensure_future(coro)
+        self.started.append(task)
+        return task
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc_info):
+        for task in self.started:
+            task.cancel()
+        await asyncio.gather(*self.started, return_exceptions=True)
+        return False
+
+
+async def _spin(turns: int = 20) -> None:
+    """Let every other task run for a few turns of the event loop."""
+    for _ in range(turns):
+        await asyncio.sleep(0)
+
+
+async def _within(awaitable, what: str, hint: str = HANG_HINT):
+    """Await with a timeout; a timeout becomes a CheckFailure that says what never happened."""
+    try:
+        return await asyncio.wait_for(awaitable, TIMEOUT)
+    except asyncio.TimeoutError:
+        raise CheckFailure(f"{what}：等了 {TIMEOUT:g} 秒还没有结果，程序卡住了\n    提示：{hint}") from None
+
+
+async def _put_all(buf, items) -> None:
+    for item in items:
+        await buf.put(item)
+
+
+def _crash(task: asyncio.Task) -> str:
+    """What a finished task raised, in one line ('' if it returned normally)."""
+    if task.cancelled() or task.exception() is None:
+        return ""
+    exc = task.exception()
+    return f"{type(exc).__name__}: {exc}"
+
+
+@visible_test(EX, PART, "原页面的测试脚手架：12 条轨迹，3 步训练，每步 4 条")
+async def seed_harness(AsyncRolloutBuffer):
+    buf = AsyncRolloutBuffer(batch_size=4, max_capacity=16)
+    rng = random.Random(4)
+
+    async def rollout_worker(n):
+        for i in range(n):
+            await _spin(rng.randint(0, 3))  # "generation time": a few turns of the loop
+            await buf.put({"traj_id": i, "reward": rng.random()})
+
+    async def trainer_loop(n_steps):
+        steps = []
+        for step in range(n_steps):
+            batch = await buf.get_batch()
+            ids = [t["traj_id"] for t in batch]
+            print(f"  [trainer] step {step}: trained on {ids}")
+            steps.append(ids)
+        return steps
+
+    steps, _ = await _within(asyncio.gather(trainer_loop(3), rollout_worker(12)), "trainer 没等到 3 个 batch")
+    want = [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
+    expect(steps == want, f"trainer 拿到 {steps}，期望 {want}",
+           hint="每个 batch 按放入顺序取最早的 batch_size 条。")
+
+
+@visible_test(EX, PART, "先进先出：队列里有 7 条时连取两个 batch（batch_size=3）")
+async def fifo_oldest_first(AsyncRolloutBuffer):
+    buf = AsyncRolloutBuffer(batch_size=3, max_capacity=10)
+    await _put_all(buf, range(7))
+    first = await _within(buf.get_batch(), "队列里已经有 7 条，取第一个 batch 却没有返回",
+                          hint="条件是“至少 batch_size 条”，不是“恰好 batch_size 条”。")
+    second = await _within(buf.get_batch(), "队列里还剩 4 条，取第二个 batch 却没有返回",
+                           hint="条件是“至少 batch_size 条”，不是“恰好 batch_size 条”。")
+    expect([first, second] == [[0, 1, 2], [3, 4, 5]],
+           f"两个 batch 是 {first} 和 {second}，期望 [0, 1, 2] 和 [3, 4, 5]",
+           hint="popleft() 从左边取：最早放进去的先出来。")
+    expect(len(buf.buf) == 1, f"取完两个 batch 后队列里剩 {len(buf.buf)} 条，期望 1 条（6）")
+
+
+@visible_test(EX, PART, "满了丢最老的：容量 4，依次放入 0..6")
+async def drops_oldest_when_full(AsyncRolloutBuffer):
+    buf = AsyncRolloutBuffer(batch_size=2, max_capacity=4)
+    await _put_all(buf, range(7))
+    kept = list(buf.buf)
+    expect(kept == [3, 4, 5, 6], f"放入 0..6 之后队列里是 {kept}，期望 [3, 4, 5, 6]",
+           hint="队列最多 max_capacity 条：deque 的 maxlen 参数让它满了以后自动丢掉最左边（最老）的。")
+    batch = await _within(buf.get_batch(), "队列里有 4 条，batch_size=2 却取不出来")
+    expect(batch == [3, 4], f"取出的 batch 是 {batch}，期望 [3, 4]")
+
+
+@visible_test(EX, PART, "不给残缺的 batch：只有 2 条时 trainer 继续等（batch_size=3）")
+async def no_partial_batch(AsyncRolloutBuffer):
+    buf = AsyncRolloutBuffer(batch_size=3, max_capacity=10)
+    async with _Tasks() as tasks:
+        trainer = tasks.start(buf.get_batch())
+        await _spin()
+        await _put_all(buf, ["a", "b"])
+        await _spin()
+        if trainer.done():
+            crash = _crash(trainer)
+            got = f"抛出 {crash}" if crash else f"拿到 {trainer.result()!r}"
+            expect(False, f"队列里只有 2 条，trainer 却已经返回（{got}）",
+                   hint="wait_for 的条件要保证醒来时已经攒够 batch_size 条，否则 popleft 会取到空队列。")
+        await buf.put("c")
+        batch = await _within(trainer, "放入第 3 条之后 trainer 仍然没有拿到 batch")
+    expect(batch == ["a", "b", "c"], f"trainer 拿到 {batch!r}，期望 ['a', 'b', 'c']")
+
+
+@visible_test(EX, PART, "生产者结束时：最后一个满 batch 也要交出去（2 个生产者各 5 条，batch_size=5）")
+async def last_batch_when_producers_finish(AsyncRolloutBuffer):
+    buf = AsyncRolloutBuffer(batch_size=5, max_capacity=50)
+    batches: list[list] = []
+
+    async def producer(p):
+        for i in range(5):
+            await _spin(p + 1)
+            await buf.put((p, i))
+
+    async def trainer():
+        while True:
+            batches.append(await buf.get_batch())
+
+    async with _Tasks() as tasks:
+        loop = tasks.start(trainer())
+        await _within(asyncio.gather(producer(0), producer(1)), "生产者没能放完轨迹")
+
+        async def two_batches():
+            while len(batches) < 2 and not loop.done():
+                await asyncio.sleep(0)
+
+        await _within(two_batches(), "10 条轨迹、batch_size=5：生产者都结束了，trainer 却没拿到第 2 个 batch",
+                      hint="最后一条放进去时，队列里正好 batch_size 条：条件要用 >=，不是 >。")
+        crash = _crash(loop) if loop.done() else ""
+        expect(not crash, f"trainer 抛出了 {crash}")
+    got = sorted(item for batch in batches for item in batch)
+    want = sorted((p, i) for p in range(2) for i in range(5))
+    expect([len(b) for b in batches] == [5, 5], f"trainer 拿到的 batch 大小是 {[len(b) for b in batches]}，期望 [5, 5]")
+    expect(got == want and len(buf.buf) == 0, "有轨迹丢了、被训练了两次，或者还留在队列里")
+
+
+@visible_test(EX, PART, "两个 trainer：被叫醒的那个恰好被取消，另一个仍要拿到数据")
+async def several_trainers(AsyncRolloutBuffer):
+    buf = AsyncRolloutBuffer(batch_size=1, max_capacity=10)
+    async with _Tasks() as tasks:
+        first = tasks.start(buf.get_batch())
+        second = tasks.start(buf.get_batch())
+        await _spin()
+        await buf.put("x")  # wakes the waiting trainer(s) ...
+        first.cancel()  # ... and the first one is stopped before it runs (shutdown, a timeout, ...)
+        got = await _within(second, "队列里有 1 条、batch_size=1，第二个 trainer 却一直没被叫醒",
+                            hint="notify() 只叫醒一个等待者；它恰好被取消时这次唤醒就丢了。"
+                                 "有几个 trainer 在等时要叫醒全部，让它们各自检查条件。")
+    expect(got == ["x"], f"第二个 trainer 拿到 {got!r}，期望 ['x']")

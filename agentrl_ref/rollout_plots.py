@@ -1,0 +1,108 @@
+"""Figures of rollout simulations (exercise 4): occupancy, trainer timeline, busy fractions, drops, lag.
+
+    fig = plot_results(run_modes(SimConfig()))       # sync and async side by side in every panel
+
+Every number drawn comes from agentrl_ref.rollout_sim results. Text in figures is ASCII only.
+"""
+from __future__ import annotations
+
+import bisect
+
+from agentrl_ref.rollout_sim import SimResult
+
+COLORS = {"sync": "#d1495b", "async": "#00798c"}
+FALLBACK_COLORS = ["#edae49", "#30638e", "#66a182", "#8d96a3"]
+
+
+def _color(label: str, i: int) -> str:
+    return COLORS.get(label, FALLBACK_COLORS[i % len(FALLBACK_COLORS)])
+
+
+def _window(results: dict[str, SimResult], steps: int = 10) -> float:
+    """Seconds shown in the time panels: about `steps` trainer steps of the slowest schedule."""
+    per_step = max(r.duration / r.config.n_steps for r in results.values())
+    return min(max(r.duration for r in results.values()), per_step * steps)
+
+
+def plot_results(results: dict[str, SimResult], title: str | None = None):
+    """One figure comparing the given results (label -> SimResult); labels are usually the modes."""
+    import matplotlib.pyplot as plt
+
+    labels = list(results)
+    fig = plt.figure(figsize=(10.5, 7.6), dpi=100)
+    grid = fig.add_gridspec(3, 3, height_ratios=[2.0, 0.55 + 0.25 * len(labels), 2.2], hspace=0.55, wspace=0.38)
+    ax_occ = fig.add_subplot(grid[0, :])
+    ax_tl = fig.add_subplot(grid[1, :], sharex=ax_occ)
+    ax_busy = fig.add_subplot(grid[2, 0])
+    ax_count = fig.add_subplot(grid[2, 1])
+    ax_lag = fig.add_subplot(grid[2, 2])
+    window = _window(results)
+
+    # buffer occupancy over time
+    for i, (label, r) in enumerate(results.items()):
+        shown = bisect.bisect_right(r.occupancy_t, window) + 1  # only what the window shows: faster to draw
+        ax_occ.step(r.occupancy_t[:shown], r.occupancy_n[:shown], where="post", color=_color(label, i), lw=1.4,
+                    label=label)
+    first = next(iter(results.values())).config
+    ax_occ.axhline(first.batch_size, color="0.4", ls=":", lw=1)
+    ax_occ.text(window, first.batch_size, " batch size", va="center", ha="left", fontsize=8, color="0.3",
+                clip_on=False)
+    ax_occ.set_xlim(0, window)
+    ax_occ.set_ylim(bottom=0)
+    ax_occ.set_ylabel("trajectories in buffer")
+    ax_occ.set_title(f"Buffer occupancy (first {window:.0f} simulated seconds)", fontsize=10)
+    ax_occ.legend(loc="upper right", fontsize=8, ncols=len(labels))
+    ax_occ.grid(alpha=0.3)
+
+    # trainer timeline: filled while training, gaps while waiting for a batch
+    for i, (label, r) in enumerate(results.items()):
+        spans = [(s, e - s) for s, e in r.train_intervals if s < window]
+        ax_tl.broken_barh(spans, (i - 0.35, 0.7), color=_color(label, i))
+    ax_tl.set_yticks(range(len(labels)), labels)
+    ax_tl.set_ylim(len(labels) - 0.5, -0.5)
+    ax_tl.set_xlabel("simulated time (s)")
+    ax_tl.set_title("Trainer timeline: bar = training, gap = waiting for a batch", fontsize=10)
+    ax_tl.grid(axis="x", alpha=0.3)
+
+    # measured busy fractions
+    width = 0.8 / len(labels)
+    for i, (label, r) in enumerate(results.items()):
+        xs = [j - 0.4 + width * (i + 0.5) for j in range(2)]
+        values = [r.trainer_busy, r.worker_busy]
+        bars = ax_busy.bar(xs, values, width, color=_color(label, i))
+        ax_busy.bar_label(bars, labels=[f"{v:.0%}" for v in values], fontsize=7, padding=1)
+    ax_busy.set_xticks([0, 1], ["trainer", "workers"])
+    ax_busy.set_ylim(0, 1.15)
+    ax_busy.set_yticks([0, 0.25, 0.5, 0.75, 1.0], ["0%", "25%", "50%", "75%", "100%"])
+    ax_busy.set_title("Busy fraction (measured)", fontsize=10)
+
+    # where the generated trajectories went
+    kinds = ["trained", "overflow", "stale"]
+    for i, (label, r) in enumerate(results.items()):
+        xs = [j - 0.4 + width * (i + 0.5) for j in range(len(kinds))]
+        values = [r.trained, r.dropped_overflow, r.dropped_stale]
+        bars = ax_count.bar(xs, values, width, color=_color(label, i))
+        ax_count.bar_label(bars, fontsize=7, padding=1)
+    ax_count.set_xticks(range(len(kinds)), ["trained", "dropped:\noverflow", "dropped:\nstale"])
+    ax_count.margins(y=0.15)
+    ax_count.set_title("Trajectories", fontsize=10)
+
+    # policy-version lag at training time
+    top = max((max(r.lags, default=0) for r in results.values()), default=0)
+    edges = [x - 0.5 for x in range(top + 2)]
+    for i, (label, r) in enumerate(results.items()):
+        weights = [1 / len(r.lags)] * len(r.lags) if r.lags else []
+        ax_lag.hist(r.lags, bins=edges, weights=weights, color=_color(label, i), alpha=0.55, label=label,
+                    edgecolor=_color(label, i))
+    ax_lag.set_xticks(range(top + 1))
+    ax_lag.set_xlabel("trainer version - trajectory version")
+    ax_lag.set_ylabel("share of trained trajectories")
+    ax_lag.set_title("Policy-version lag", fontsize=10)
+    ax_lag.set_ylim(0, 1.18)
+    ax_lag.legend(fontsize=7, loc="upper right", ncols=len(labels))
+
+    c = first
+    subtitle = (f"workers={c.n_workers}  gen={c.gen_time:g}s (cv {c.gen_spread:g})  train step={c.train_time:g}s  "
+                f"batch={c.batch_size}  capacity={c.capacity}  max_staleness={c.max_staleness}  steps={c.n_steps}")
+    fig.suptitle((title + "\n" if title else "") + subtitle, fontsize=9.5)
+    return fig

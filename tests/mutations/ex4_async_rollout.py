@@ -1,0 +1,15 @@
+"""Realistic wrong answers to exercise 4: blank index -> wrong text, and the test cell that must catch it.
+
+Blanks: 0 = the deque (self.buf = _____), 1 = the wake-up line in put(), 2 = the wait_for predicate.
+"""
+MUTATIONS = {
+    "deque() without maxlen": ({0: "deque()"}, "test_drops_oldest_when_full"),
+    "deque(max_capacity): the int is the iterable": ({0: "deque(max_capacity)"}, "test_seed_harness"),
+    "capacity of one batch: maxlen=batch_size": ({0: "deque(maxlen=batch_size)"}, "test_several_producers"),
+    "notify() where notify_all() is needed": ({1: "self.cond.notify()"}, "test_several_trainers"),
+    "notify_all named but not called": ({1: "self.cond.notify_all"}, "test_seed_harness"),
+    "strict > in the predicate": ({2: "len(self.buf) > self.batch_size"}, "test_producers_finish"),
+    "== instead of >=": ({2: "len(self.buf) == self.batch_size"}, "test_fifo_oldest_first"),
+    "any data is enough: len > 0": ({2: "len(self.buf) > 0"}, "test_no_partial_batch"),
+    "no waiting at all: lambda: True": ({2: "True"}, "test_spurious_wakeup"),
+}

@@ -1,0 +1,140 @@
+"""Exercise 4's playground, driven without a browser: set the controls, click Run, the figure changes."""
+from __future__ import annotations
+
+import asyncio
+import io
+
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+
+from agentrl_ref.rollout_playground import BOTH, RolloutPlayground  # noqa: E402
+from agentrl_ref.rollout_sim import SimConfig  # noqa: E402
+
+
+def png(fig) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return buf.getvalue()
+
+
+@pytest.fixture
+def playground():
+    return RolloutPlayground(SimConfig(n_steps=20))
+
+
+def test_it_runs_once_when_built_and_shows_both_schedules(playground):
+    assert playground.runs == 1
+    assert set(playground.results) == {"sync", "async"} and playground.mode.value == BOTH
+    assert playground.figure is not None and playground.progress.value == 100
+    assert "trainer 忙碌" in playground.summary.value and "sync" in playground.summary.value
+
+
+def test_every_control_feeds_the_simulation(playground):
+    controls = {playground.n_workers: 3, playground.gen_time: 1.5, playground.gen_spread: 0.0,
+                playground.train_time: 2.5, playground.batch_size: 6, playground.capacity: 12,
+                playground.max_staleness: 2, playground.n_steps: 30, playground.seed: 11}
+    for widget, value in controls.items():
+        widget.value = value
+    assert playground.config() == SimConfig(n_workers=3, gen_time=1.5, gen_spread=0.0, train_time=2.5,
+                                            batch_size=6, capacity=12, max_staleness=2, n_steps=30, seed=11)
+
+
+def test_clicking_run_recomputes_and_redraws(playground):
+    before_fig, before_png = playground.figure, png(playground.figure)
+    before_summary = playground.summary.value
+    before_busy = playground.results["async"].trainer_busy
+
+    playground.n_workers.value = 2  # far fewer workers: the trainer starves
+    playground.progress.value = 0
+    playground.run_button.click()
+
+    assert playground.runs == 2 and playground.progress.value == 100
+    assert playground.figure is not before_fig and png(playground.figure) != before_png
+    assert playground.summary.value != before_summary
+    assert playground.results["async"].trainer_busy < before_busy
+    assert not playground.run_button.disabled
+
+
+def test_the_mode_switch_picks_the_schedules(playground):
+    playground.mode.value = "async"
+    playground.run_button.click()
+    assert list(playground.results) == ["async"]
+    assert "<b>sync</b>" not in playground.summary.value
+    playground.mode.value = "sync"
+    playground.run_button.click()
+    assert list(playground.results) == ["sync"]
+
+
+def test_staleness_control_changes_the_drops(playground):
+    playground.mode.value = "async"
+    playground.n_workers.value = 16
+    playground.capacity.value = 32
+    playground.max_staleness.value = None
+    playground.run_button.click()
+    unlimited = playground.results["async"]
+    playground.max_staleness.value = 0
+    playground.run_button.click()
+    strict = playground.results["async"]
+    assert unlimited.dropped_stale == 0 < strict.dropped_stale
+    assert max(strict.lags) == 0
+
+
+def test_capacity_below_batch_size_explains_instead_of_crashing(playground):
+    playground.batch_size.value = 32
+    playground.capacity.value = 8
+    figure = playground.figure
+    playground.run_button.click()
+    assert "ValueError" in playground.summary.value and playground.figure is figure
+    assert not playground.run_button.disabled
+
+
+def test_same_settings_same_figure():
+    a = RolloutPlayground(SimConfig(n_steps=15, seed=3))
+    b = RolloutPlayground(SimConfig(n_steps=15, seed=3))
+    assert png(a.figure) == png(b.figure)
+
+
+def test_works_from_a_callback_inside_a_running_event_loop():
+    # a widget callback in a Jupyter kernel runs while the kernel's loop is running
+    async def kernel():
+        pg = RolloutPlayground(SimConfig(n_steps=10), run_now=False)
+        pg.run_button.click()
+        return pg
+
+    pg = asyncio.run(kernel())
+    assert pg.runs == 1 and pg.results["async"].trained == 10 * 16
+
+
+def test_displays_as_a_widget_box(playground):
+    import ipywidgets
+
+    assert isinstance(playground.widget, ipywidgets.VBox)
+    children = repr(playground.widget.children)
+    assert "Button" in children and "IntProgress" in children and "Output" in children
+
+
+def test_in_a_real_kernel_the_widget_shows_and_a_click_redraws():
+    """What JupyterLab does, minus the browser: display the playground, click Run, read the Output widget."""
+    import nbclient
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [
+        nbformat.v4.new_code_cell("from agentrl_ref.rollout_playground import RolloutPlayground\n"
+                                  "from agentrl_ref.rollout_sim import SimConfig\n"
+                                  "pg = RolloutPlayground(SimConfig(n_steps=20))\npg"),
+        nbformat.v4.new_code_cell("pg.n_workers.value = 3\npg.mode.value = 'async'\npg.run_button.click()\n"
+                                  "print(pg.runs, list(pg.results), pg.progress.value)"),
+    ]
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    shown, clicked = nb.cells
+    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in shown.outputs)
+    assert not [o for c in nb.cells for o in c.outputs if o.get("name") == "stderr" or o.output_type == "error"]
+    assert clicked.outputs[0].text.strip() == "2 ['async'] 100"
+    state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    figures = [o for model in state.values() if model["model_name"] == "OutputModel"
+               for o in model["state"].get("outputs", []) if "image/png" in o.get("data", {})]
+    assert figures, "the Output widget holds no figure"
