@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 PORT ?= 8000
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: venv book test serve lab release bench bench-grading grade clean
+.PHONY: venv vendor book linkcheck test serve lab release bench bench-grading grade clean
 
 venv: $(STAMP)
 
@@ -21,10 +21,19 @@ $(STAMP): requirements.txt
 	echo "$(CURDIR)" > "$$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/agentrl_course.pth"
 	touch $@
 
-book: venv
+# MathJax, require.js and the ipywidgets embed manager, pinned, fetched once with npm into _vendor/
+# (git-ignored) and served by the site itself. The book build also runs this (book/_ext).
+vendor: venv
+	$(PY) book/_ext/offline_assets.py
+
+book: vendor
 	$(VENV)/bin/jupyter-book build --all -W -n --keep-going .
 	@echo
 	@echo "网站已生成 / site built: file://$(CURDIR)/_build/html/index.html  (或 make serve)"
+
+# Check every external link of the book (needs the network, so not part of `make test`).
+linkcheck: vendor
+	$(VENV)/bin/jupyter-book build --builder linkcheck .
 
 # pytest exits 5 when it collected no tests: that is a failure here, never a pass.
 test: venv

@@ -4,8 +4,33 @@ sphinx-thebe registers its inline configuration script on `env-before-read-docs`
 which Jupyter Book 1 fires more than once, so every page declared
 `const THEBE_JS_URL` twice and the browser threw "Identifier 'THEBE_JS_URL' has
 already been declared". We drop repeated scripts (same file, same inline body).
+
+It also makes the site work from its own folder with no network and wires the course's pages:
+
+- offline assets (offline_assets.py): MathJax, require.js and the ipywidgets embed manager are
+  fetched once from the npm registry (pinned), cached in _vendor/ and served from _static/offline/;
+  mathjax_path and nb_ipywidgets_js in _config.yml point there;
+- the `cloze` directive and its script (cloze_directive.py, static/course/);
+- exercise pages: the launch buttons (Binder, JupyterHub, Colab; URLs in _config.yml) open the
+  student notebook notebooks/<a>.ipynb, and the download menu offers it next to the page's .ipynb.
 """
 from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+if str(ROOT) not in sys.path:  # agentrl_ref, for the cloze cards
+    sys.path.insert(0, str(ROOT))
+
+import cloze_directive  # noqa: E402
+import offline_assets  # noqa: E402
+
+STUDENT_DIR = "notebooks"  # the student notebooks, in the repository and in the built site
 
 
 def _script_key(script) -> tuple:
@@ -27,6 +52,68 @@ def dedupe_scripts(app, pagename, templatename, context, doctree) -> None:
     scripts[:] = unique
 
 
+def use_offline_assets(app, config) -> None:
+    """Fetch (once) the pinned offline assets and serve them and the course's own static files."""
+    # pydata-sphinx-theme logs a console error on every page when no default mode is set
+    config.html_context = {"default_mode": "auto", **config.html_context}
+    static = offline_assets.ensure()
+    config.html_static_path = list(config.html_static_path) + [str(static), str(HERE / "static")]
+    wanted = {"mathjax_path": offline_assets.MATHJAX_PATH}
+    for key, path in wanted.items():
+        if config[key] != path:
+            raise ValueError(f"_config.yml: sphinx.config.{key} must be {path!r} (the local copy), got {config[key]!r}")
+    local = [offline_assets.REQUIRE_JS, offline_assets.WIDGETS_CONFIG_JS, offline_assets.EMBED_AMD_JS]
+    if list(config["nb_ipywidgets_js"]) != local:
+        raise ValueError(f"_config.yml: sphinx.config.nb_ipywidgets_js must name exactly {local}, in this order")
+
+
+def _exercise(app, pagename: str) -> str | None:
+    """The assignment name if pagename is an exercise page with a student notebook."""
+    folder, _, name = pagename.partition("/")
+    if folder == "book" and (ROOT / STUDENT_DIR / f"{name}.ipynb").is_file():
+        return name
+    return None
+
+
+def student_notebook_buttons(app, pagename, templatename, context, doctree) -> None:
+    """Exercise pages: launch buttons open notebooks/<a>.ipynb; the download menu offers it too."""
+    name = _exercise(app, pagename)
+    if name is None:
+        return
+    page_nb, student_nb = f"{pagename}.ipynb", f"{STUDENT_DIR}/{name}.ipynb"
+    for group in context.get("header_buttons", []):
+        buttons = group.get("buttons", [])
+        if group.get("label") == "launch-buttons":
+            for button in buttons:
+                button["url"] = button["url"].replace(page_nb, student_nb)
+        if group.get("label") == "download-buttons":
+            buttons.insert(0, {
+                "type": "link",
+                "url": context["pathto"](student_nb, 1),
+                "text": "学生版 .ipynb",
+                "tooltip": "下载学生版 notebook（不含答案）",
+                "icon": "fas fa-file-arrow-down",
+                "label": "download-student-notebook-button",
+            })
+
+
+def copy_site_files(app, exception) -> None:
+    """After an HTML build: the student notebooks next to the pages that offer them."""
+    if exception is not None or app.builder.format != "html":
+        return
+    out = Path(app.outdir)
+    for pagename in app.env.found_docs:
+        name = _exercise(app, pagename)
+        if name is not None:
+            (out / STUDENT_DIR).mkdir(exist_ok=True)
+            shutil.copy2(ROOT / STUDENT_DIR / f"{name}.ipynb", out / STUDENT_DIR / f"{name}.ipynb")
+
+
 def setup(app):
     app.connect("html-page-context", dedupe_scripts)
+    app.connect("config-inited", use_offline_assets)
+    app.connect("html-page-context", student_notebook_buttons, priority=600)
+    app.connect("build-finished", copy_site_files)
+    app.add_css_file("course/site.css")
+    cloze_directive.setup(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
