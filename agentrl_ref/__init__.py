@@ -17,7 +17,10 @@ _EXPORTS = {
                        "verifier_summary"],
     "loss_mask": ["ROLES", "build_loss_mask", "build_loss_mask_batched", "role_ids_from_spans",
                   "shift_mask_for_clm"],
+    "chat_template": ["AGENT_CONVERSATION", "is_trainable", "render_chatml", "tokenize_chat"],  # ex3, real template
     "rollout_buffer": ["AsyncRolloutBuffer"],
+    "rollout_sim": ["SimConfig", "SimResult", "run_modes", "simulate"],  # exercise 4 simulation (simulated clock)
+    "rollout_playground": ["RolloutPlayground"],  # exercise 4 widgets (ipywidgets, imported lazily)
     "composite_reward": ["cosine_length_reward", "cosine_scaled", "make_reward_fn", "seed_reward_fn",
                          "soft_overlong_punishment"],
     "token_credit": ["assign_reward_kl_weighted", "assign_reward_kl_weighted_batched",
@@ -25,6 +28,7 @@ _EXPORTS = {
                      "assign_reward_uniform", "assign_reward_uniform_batched",
                      "broadcast_to_tokens", "group_normalize", "reward_to_go"],
     "credit_plots": ["credit_facts", "grpo_group", "long_trajectory", "plot_outcome_credit", "plot_strategies"],
+    "cloze_widget": ["ClozeWidget", "cloze_practice"],  # MLM cloze practice (ipywidgets, imported lazily)
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 __all__ = list(_MODULE_OF)

@@ -1,6 +1,7 @@
 """Shared fixtures: the repo paths, a built site, a served site and a headless Chromium."""
 from __future__ import annotations
 
+import asyncio
 import http.server
 import os
 import subprocess
@@ -17,6 +18,19 @@ ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+@pytest.fixture(autouse=True)
+def _no_foreign_running_loop(request):
+    """playwright's sync API (the session `browser`) leaves its event loop marked as running in the
+    main thread; a test that is not a browser test gets a thread with no running loop, as a script has."""
+    if "browser" in request.fixturenames:
+        yield
+        return
+    running = asyncio.events._get_running_loop()
+    asyncio.events._set_running_loop(None)
+    yield
+    asyncio.events._set_running_loop(running)
 
 
 @pytest.fixture(scope="session")
