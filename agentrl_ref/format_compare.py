@@ -10,6 +10,7 @@ import re
 import time
 from typing import Callable
 
+from agentrl_ref import md_table
 from agentrl_ref.format_reward import SEED_FORMAT_PATTERN, STRICT_FORMAT_PATTERN, format_reward
 
 OPEN_R1_PATTERN = r"^<think>\n.*?\n</think>\n<answer>\n.*?\n</answer>$"
@@ -55,23 +56,20 @@ def compare_checkers(cases=CASES, checkers=CHECKERS) -> list[dict[str, object]]:
     return rows
 
 
+def _cell(row: dict[str, object], key: str) -> str:
+    value = row[key]
+    if not isinstance(value, float):
+        return str(value)
+    text = f"{value:g}"
+    if key not in ("expected",) and "expected" in row and value != row["expected"]:
+        text = f"**{text}** ✗"
+    return text
+
+
 def markdown_table(rows: list[dict[str, object]]) -> str:
     """Render rows of equal keys as a Markdown table (numbers as 0/1, mismatches marked)."""
     keys = list(rows[0])
-    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
-    for row in rows:
-        cells = []
-        for key in keys:
-            value = row[key]
-            if isinstance(value, float):
-                text = f"{value:g}"
-                if key not in ("expected",) and "expected" in row and value != row["expected"]:
-                    text = f"**{text}** ✗"
-                cells.append(text)
-            else:
-                cells.append(str(value))
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    return md_table.markdown_table(keys, [[_cell(row, key) for key in keys] for row in rows])
 
 
 def degenerate_completion(repeats: int) -> str:

@@ -13,6 +13,7 @@ import math
 from typing import Callable
 
 from agentrl_ref.composite_reward import cosine_scaled, soft_overlong_punishment
+from agentrl_ref.md_table import markdown_table
 
 # (value at L = 0, value at L = max_len). open-r1's function defaults are min/max_value_correct =
 # 0.5/1.0 and min/max_value_wrong = -1.0/-0.5; for wrong answers it swaps the pair, so short wrong
@@ -63,10 +64,9 @@ def length_curves(x_max: float = 1.5, points: int = 301) -> dict[str, list[float
 
 def values_table(at: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 0.875, 1.0, 1.5, 2.0)) -> str:
     """Markdown table: every curve's reward at a few values of L / max_len."""
-    lines = ["| L/max_len = | " + " | ".join(f"{x:g}" for x in at) + " |", "|---|" + "---:|" * len(at)]
-    for name, f in CURVES.items():
-        lines.append(f"| {name} | " + " | ".join(f"{f(x) + 0.0:.3f}" for x in at) + " |")
-    return "\n".join(lines)
+    header = ["L/max_len =", *(f"{x:g}" for x in at)]
+    rows = [[name, *(f"{f(x) + 0.0:.3f}" for x in at)] for name, f in CURVES.items()]
+    return markdown_table(header, rows, ["", *["r"] * len(at)])
 
 
 def plot_length_rewards(curves: dict[str, list[float]] | None = None):
@@ -140,15 +140,12 @@ def reward_log_rows(reward_fn: Callable[[str, str], dict[str, float]],
     return rows
 
 
+def _log_cell(key: str, value: object) -> str:
+    text = f"{value + 0.0:.3f}" if isinstance(value, float) else str(value)
+    return f"**{text}**" if key == "total" else text
+
+
 def log_markdown_table(rows: list[dict[str, object]]) -> str:
     """Rows of equal keys as a Markdown table; floats with three decimals, the total in bold."""
     keys = list(rows[0])
-    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
-    for row in rows:
-        cells = []
-        for key in keys:
-            value = row[key]
-            text = f"{value + 0.0:.3f}" if isinstance(value, float) else str(value)
-            cells.append(f"**{text}**" if key == "total" else text)
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    return markdown_table(keys, [[_log_cell(key, row[key]) for key in keys] for row in rows])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 from agentrl_ref.chat_template import TokenizedChat
+from agentrl_ref.md_table import markdown_table
 
 ROLE_COLORS = {"system": "#6b6b6b", "user": "#1b7f3b", "assistant": "#1f4fbf", "tool": "#c25a00"}
 MASK_COLORS = ("#e9e9e9", "#2f3e4e")  # 0, 1: neutral, so they do not read as role colours
@@ -103,29 +104,29 @@ def boundary_table(chat: TokenizedChat, mask: list[int], shifted: list[int], mes
     content = [t for t in positions if chat.parts[t] == "content"]
     head = [first - 1] * (first > 0) + header + content[:2]
     tail = content[-1:] + [t for t in positions if chat.parts[t] in ("end", "sep")] + [last + 1] * (last + 1 < len(chat))
-    rows = ["| t | token | role / part | mask[t] | shifted[t] = mask[t+1] | logits[t] predict |",
-            "|---:|---|---|:---:|:---:|---|"]
+    rows = []
     for t in head + [None] + tail:
         if t is None:
-            rows.append("| … | … | | | | |")
+            rows.append(["…", "…", None, None, None, None])
             continue
         nxt = _cell(chat.pieces[t + 1]) if t + 1 < len(chat) else "(nothing)"
         sh = str(shifted[t]) if t < len(shifted) else "—"
-        rows.append(f"| {t} | {_cell(chat.pieces[t])} | {chat.roles[t]} / {chat.parts[t]} | {mask[t]} | "
-                    f"**{sh}** | {nxt} |")
-    return "\n".join(rows)
+        rows.append([str(t), _cell(chat.pieces[t]), f"{chat.roles[t]} / {chat.parts[t]}", str(mask[t]),
+                     f"**{sh}**", nxt])
+    header = ["t", "token", "role / part", "mask[t]", "shifted[t] = mask[t+1]", "logits[t] predict"]
+    return markdown_table(header, rows, ["r", "", "", "c", "c", ""])
 
 
 def message_table(chat: TokenizedChat, mask: list[int]) -> str:
     """Markdown table, one row per message: its role, how many tokens each part has, how many are trained."""
     from agentrl_ref.chat_template import PARTS
 
-    rows = ["| message | role | " + " | ".join(PARTS) + " | trained tokens |",
-            "|---:|---|" + "---:|" * len(PARTS) + "---:|"]
+    rows = []
     for index in range(max(chat.message, default=-1) + 1):
         positions = [t for t, m in enumerate(chat.message) if m == index]
         counts = [sum(chat.parts[t] == part for t in positions) for part in PARTS]
         trained = sum(mask[t] for t in positions)
-        rows.append(f"| {index} | {chat.roles[positions[0]]} | " + " | ".join(map(str, counts)) + f" | {trained} |")
-    rows.append(f"| all | | " + " | ".join(str(chat.parts.count(p)) for p in PARTS) + f" | {sum(mask)} |")
-    return "\n".join(rows)
+        rows.append([str(index), f"{chat.roles[positions[0]]}", *map(str, counts), str(trained)])
+    rows.append(["all", None, *(str(chat.parts.count(p)) for p in PARTS), str(sum(mask))])
+    header = ["message", "role", *PARTS, "trained tokens"]
+    return markdown_table(header, rows, ["r", "", *["r"] * len(PARTS), "r"])

@@ -28,6 +28,7 @@ import threading
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
+from agentrl_ref.md_table import markdown_table
 from agentrl_ref.rollout_buffer import VERSION_KEY, AsyncRolloutBuffer
 
 MODES = ("sync", "async")
@@ -277,13 +278,13 @@ def comparison_table(rows) -> str:
     """A Markdown table, one row per setting: rows is an iterable of (label, {"sync": result, "async": result}).
 
     Sync never drops and never lags, so drops, lag and the generation-time bias are shown for async only."""
-    head = ("| 设置 | trainer 忙碌：sync → async | 吞吐（条/秒）：sync → async | async 丢弃：溢出 / 过期 "
-            "| async 平均 lag | async 生成耗时均值：被训练的 / 全部（秒） |")
-    lines = [head, "|" + "---|" * 6]
+    header = ["设置", "trainer 忙碌：sync → async", "吞吐（条/秒）：sync → async", "async 丢弃：溢出 / 过期",
+              "async 平均 lag", "async 生成耗时均值：被训练的 / 全部（秒）"]
+    body = []
     for label, results in rows:
         sync, asyn = results["sync"].summary(), results["async"].summary()
-        lines.append(f"| {label} | {sync['trainer_busy']:.0%} → {asyn['trainer_busy']:.0%} "
-                     f"| {sync['throughput']:.2f} → {asyn['throughput']:.2f} "
-                     f"| {asyn['dropped_overflow']} / {asyn['dropped_stale']} | {asyn['mean_lag']:.2f} "
-                     f"| {asyn['mean_gen_time_trained']:.2f} / {asyn['mean_gen_time_all']:.2f} |")
-    return "\n".join(lines)
+        body.append([f"{label}", f"{sync['trainer_busy']:.0%} → {asyn['trainer_busy']:.0%}",
+                     f"{sync['throughput']:.2f} → {asyn['throughput']:.2f}",
+                     f"{asyn['dropped_overflow']} / {asyn['dropped_stale']}", f"{asyn['mean_lag']:.2f}",
+                     f"{asyn['mean_gen_time_trained']:.2f} / {asyn['mean_gen_time_all']:.2f}"])
+    return markdown_table(header, body)

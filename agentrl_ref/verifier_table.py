@@ -13,6 +13,7 @@ from fractions import Fraction
 from typing import Callable, NamedTuple, Sequence
 
 from agentrl_ref.answer_forms import ANSWER_FORMS, AnswerForm, VerifierComparison, compare_verifiers
+from agentrl_ref.md_table import markdown_table
 from agentrl_ref.verifiable_reward import accuracy_reward
 
 _SEED_BOX = re.compile(r"\\boxed\{([^{}]*)\}")
@@ -71,14 +72,14 @@ def _code(text: str) -> str:
 def seed_answer_table(cases: Sequence[tuple[str, str, float, str]] = SEED_AND_TRAPS,
                       ours: Callable[[str, str], float] = accuracy_reward) -> str:
     """Markdown: each case's true reward, the seed page's answer and ours; wrong cells bold with ✗."""
-    lines = ["| 输入 | 标准答案 | 正确的奖励 | 原页面的答案 | 本课的实现 | 说明 |", "|---|---|---|---|---|---|"]
+    rows = []
     for completion, gold, expected, note in cases:
         cells = []
         for reward in (seed_accuracy_reward, ours):
             got = _outcome(reward, completion, gold)
             cells.append(got if got == f"{expected:.1f}" else f"**{got}** ✗")
-        lines.append(f"| {_code(completion)} | {_code(gold)} | {expected:.1f} | {cells[0]} | {cells[1]} | {note} |")
-    return "\n".join(lines)
+        rows.append([_code(completion), _code(gold), f"{expected:.1f}", cells[0], cells[1], f"{note}"])
+    return markdown_table(["输入", "标准答案", "正确的奖励", "原页面的答案", "本课的实现", "说明"], rows)
 
 
 # Answer forms that are not in ANSWER_FORMS, one of each kind, to pay math-verify's one-off start-up
@@ -148,14 +149,11 @@ def _duration(seconds: float) -> str:
 
 def summary_table(stats: Sequence[VerifierStats]) -> str:
     """Markdown: one row per verifier."""
-    lines = ["| 判分器 | 与人工一致 | 漏判（false negative） | 误判（false positive） | 每个样本的时间（中位数） |",
-             "|---|---|---|---|---|"]
-    for s in stats:
-        lines.append(
-            f"| {s.name} | {s.agree}/{s.total} | {s.false_negatives}/{s.positives} = {s.false_negative_rate:.0%} "
-            f"| {s.false_positives}/{s.negatives} = {s.false_positive_rate:.0%} "
-            f"| {_duration(s.median_seconds)} |")
-    return "\n".join(lines)
+    header = ["判分器", "与人工一致", "漏判（false negative）", "误判（false positive）", "每个样本的时间（中位数）"]
+    rows = [[f"{s.name}", f"{s.agree}/{s.total}", f"{s.false_negatives}/{s.positives} = {s.false_negative_rate:.0%}",
+             f"{s.false_positives}/{s.negatives} = {s.false_positive_rate:.0%}", _duration(s.median_seconds)]
+            for s in stats]
+    return markdown_table(header, rows)
 
 
 def _verdict(said: bool, expected: bool) -> str:
@@ -168,12 +166,10 @@ def forms_table(results: Sequence[VerifierComparison]) -> str:
 
     The narrow verdict columns come first, so that they stay on screen when long code spans widen the table.
     """
-    lines = ["| # | 人工 | toy | math-verify | 模型输出 | 标准答案 | 写法 |", "|---|---|---|---|---|---|---|"]
-    for i, r in enumerate(results, 1):
-        lines.append(f"| {i} | {'1' if r.expected_equal else '0'} | {_verdict(r.toy_equal, r.expected_equal)} "
-                     f"| {_verdict(r.math_verify_equal, r.expected_equal)} | {_code(r.completion)} | {_code(r.gold)} "
-                     f"| {r.note} |")
-    return "\n".join(lines)
+    rows = [[str(i), "1" if r.expected_equal else "0", _verdict(r.toy_equal, r.expected_equal),
+             _verdict(r.math_verify_equal, r.expected_equal), _code(r.completion), _code(r.gold), f"{r.note}"]
+            for i, r in enumerate(results, 1)]
+    return markdown_table(["#", "人工", "toy", "math-verify", "模型输出", "标准答案", "写法"], rows)
 
 
 def plot_verifiers(results: Sequence[VerifierComparison]):
