@@ -84,16 +84,18 @@ def _unfilled_blank(exc: BaseException) -> str | None:
     return f"单元格第 {frame.lineno} 行{where}还有空没填：{(frame.line or '').strip()}"
 
 
+def _failure(exc: Exception) -> str:
+    """One line for a failed visible test: its own message, an unfilled blank, or what the student's code raised."""
+    if isinstance(exc, CheckFailure):
+        return str(exc)
+    return _unfilled_blank(exc) or f"运行时抛出 {type(exc).__name__}: {exc}"
+
+
 def _run_one(test: VisibleTest, objects: list[Any]) -> tuple[bool, str]:
     try:
         test.func(*objects)
-    except CheckFailure as exc:
-        return False, str(exc)
-    except Exception as exc:  # the student's code raised: report it in one line
-        blank = _unfilled_blank(exc)
-        if blank:
-            return False, blank
-        return False, f"运行时抛出 {type(exc).__name__}: {exc}"
+    except Exception as exc:
+        return False, _failure(exc)
     return True, ""
 
 
@@ -111,13 +113,8 @@ async def _run_one_async(test: VisibleTest, objects: list[Any]) -> tuple[bool, s
     """_run_one for a coroutine test function (same messages)."""
     try:
         await test.func(*objects)
-    except CheckFailure as exc:
-        return False, str(exc)
     except Exception as exc:
-        blank = _unfilled_blank(exc)
-        if blank:
-            return False, blank
-        return False, f"运行时抛出 {type(exc).__name__}: {exc}"
+        return False, _failure(exc)
     return True, ""
 
 
@@ -151,11 +148,21 @@ def run_test(test_id: str, *objects: Any):
         raise CheckFailure(f"{test.title}: {message}")
 
 
-async def _check_async(tests: list[VisibleTest], namespace: dict[str, Any]) -> None:
-    """check() for a part with coroutine tests: the same report, awaited test by test."""
+def _not_defined_yet(tests: list[VisibleTest], namespace: dict[str, Any]) -> bool:
     missing = sorted({name for t in tests for name in t.needs if name not in namespace})
     if missing:
         print(f"✗ 还没有定义 {', '.join(missing)}：先运行上面的填空格。")
+    return bool(missing)
+
+
+def _print_summary(passed: int, total: int) -> None:
+    verdict = "全部通过！" if passed == total else "还有没通过的，改完再运行一次。"
+    print(f"{passed}/{total} 项通过。{verdict}")
+
+
+async def _check_async(tests: list[VisibleTest], namespace: dict[str, Any]) -> None:
+    """check() for a part with coroutine tests: the same report, awaited test by test."""
+    if _not_defined_yet(tests, namespace):
         return
     passed = 0
     for test in tests:
@@ -163,8 +170,7 @@ async def _check_async(tests: list[VisibleTest], namespace: dict[str, Any]) -> N
         ok, message = await _run_one_async(test, objects) if _is_async(test) else _run_one(test, objects)
         print(_report(test, ok, message))
         passed += ok
-    verdict = "全部通过！" if passed == len(tests) else "还有没通过的，改完再运行一次。"
-    print(f"{passed}/{len(tests)} 项通过。{verdict}")
+    _print_summary(passed, len(tests))
 
 
 def check(part: str, namespace: dict[str, Any] | None = None):
@@ -179,14 +185,11 @@ def check(part: str, namespace: dict[str, Any] | None = None):
         raise ValueError(f"没有名为 {part!r} 的检查；可用的有：{sorted({t.part for t in _REGISTRY.values()})}")
     if any(_is_async(t) for t in tests):
         return _run_or_hand_back(_check_async(tests, namespace))
-    missing = sorted({name for t in tests for name in t.needs if name not in namespace})
-    if missing:
-        print(f"✗ 还没有定义 {', '.join(missing)}：先运行上面的填空格。")
+    if _not_defined_yet(tests, namespace):
         return
     passed = 0
     for test in tests:
         ok, message = _run_one(test, [namespace[name] for name in test.needs])
         print(_report(test, ok, message))
         passed += ok
-    verdict = "全部通过！" if passed == len(tests) else "还有没通过的，改完再运行一次。"
-    print(f"{passed}/{len(tests)} 项通过。{verdict}")
+    _print_summary(passed, len(tests))
