@@ -38,6 +38,7 @@ import nbformat
 from grading import scratch_course
 from release import GRADER, assignments as course_assignments, nbgrader_env
 
+COURSE_ID = "agentrl-cloze"  # as in nbgrader_config.py
 SUSPICIOUS = [
     (re.compile(r"\bsys\.modules\b"), "改动 sys.modules"),
     (re.compile(r"\bbuiltins\b|__builtins__"), "改动 builtins"),
@@ -211,6 +212,14 @@ def autograde(sub: Submission, course: Path, cell_timeout: int, notebook_timeout
         sub.notes.append("nbgrader 无法评分：" + (last[0][:200] if last else f"exit {proc.returncode}"))
 
 
+def register_students(db_url: str, course_id: str, students: list[str]) -> None:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(db_url, course_id) as gb:
+        for student in students:
+            gb.update_or_create_student(student)
+
+
 def gradebook_scores(db_url: str, course_id: str, subs: list[Submission]):
     """(student, assignment) -> (score, max, {grade_id: (score, max)}), and assignment -> max score."""
     from nbgrader.api import Gradebook, MissingEntry
@@ -300,6 +309,9 @@ def grade(submissions: Path, out: Path, cell_timeout: int = 60, notebook_timeout
         for sub in subs:
             if sub.assignment == name:
                 prepare(sub, course, release)
+    # Create every student first: parallel nbgrader processes grading two notebooks of one student
+    # would otherwise both insert that student, and one of them fails on the unique key.
+    register_students(db_url, COURSE_ID, sorted({s.student for s in subs if s.status == "ok"}))
     started = time.perf_counter()
     run = lambda sub: autograde(sub, course, cell_timeout, notebook_timeout, db_args)  # noqa: E731
     if jobs > 1:
@@ -316,7 +328,7 @@ def grade(submissions: Path, out: Path, cell_timeout: int = 60, notebook_timeout
                         "--log-level=ERROR", *db_args], cwd=course, env=nbgrader_env(), capture_output=True)
     if (course / "feedback").is_dir():
         shutil.copytree(course / "feedback", out / "feedback")
-    scores, maxima = gradebook_scores(db_url, "agentrl-cloze", subs)
+    scores, maxima = gradebook_scores(db_url, COURSE_ID, subs)
     write_csvs(out, subs, scores, maxima)
     report = summarize(subs, scores, maxima)
     (out / "report.md").write_text(report, encoding="utf-8")

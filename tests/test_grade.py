@@ -5,6 +5,7 @@ folders; the two grades.csv must be identical and the submissions untouched.
 """
 import copy
 import csv
+import json
 import hashlib
 from concurrent.futures import ThreadPoolExecutor
 
@@ -73,7 +74,7 @@ def _class_folder(root):
         else:
             path = root / student / A / f"{A}.ipynb"
             path.parent.mkdir(parents=True)
-        nbformat.write(nb, path)
+        path.write_text(json.dumps(nb, indent=1), encoding="utf-8")  # as saved, duplicate cell ids included
     (root / f"mallory_{A}.ipynb").write_text('{"cells": [', encoding="utf-8")  # not JSON
     (root / "niaj" / A).mkdir(parents=True)  # handed in nothing
     return root

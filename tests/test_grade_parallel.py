@@ -8,7 +8,9 @@ from postgres import local_postgres
 
 def test_parallel_postgres_grading_matches_serial_sqlite(tmp_path):
     root = tmp_path / "class"
-    plan = write_class(root, students=4, assignments=["ex1_format_reward"])  # the full class: make bench-grading
+    # two notebooks per student, so one student's notebooks are graded at the same time (the full class:
+    # make bench-grading)
+    plan = write_class(root, students=3, assignments=["ex1_format_reward", "ex5_composite_reward"])
     serial = grade(root, tmp_path / "serial", cell_timeout=60, notebook_timeout=300)
     with local_postgres() as db_url:
         parallel = grade(root, tmp_path / "parallel", cell_timeout=60, notebook_timeout=300,
