@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+import statistics
 import time
 from typing import Callable
 
@@ -106,8 +107,12 @@ def measure_reject_times(repeats=(125, 250, 500, 1000, 2000), names=("seed page"
 
 
 def growth_exponent(lengths: list[float], seconds: list[float]) -> float:
-    """Slope of log(seconds) against log(length) between the two largest inputs."""
-    return math.log(seconds[-1] / seconds[-2]) / math.log(lengths[-1] / lengths[-2])
+    """Growth exponent k in seconds ~ length**k: the median slope of log(seconds) against log(length)
+    over all pairs of points (Theil-Sen). One point slowed down by a busy machine moves a two-point
+    slope a lot (a linear check once showed -0.5); it barely moves the median of ten slopes."""
+    slopes = [math.log(seconds[j] / seconds[i]) / math.log(lengths[j] / lengths[i])
+              for i in range(len(lengths)) for j in range(i + 1, len(lengths))]
+    return statistics.median(slopes)
 
 
 def plot_reject_times(times: dict[str, list[float]]):

@@ -94,7 +94,7 @@ def assign_reward_kl_weighted(seq_reward: float, loss_mask: torch.Tensor, kl_per
     """
     mask = _as_mask(loss_mask, 1)
     masked_kl = _as_kl(kl_per_token, mask.shape) * mask
-    total = masked_kl.sum()
+    total = float(masked_kl.sum(dtype=torch.float64))  # a float32 running sum drifts on long sequences
     if total < KL_EPS:
         return assign_reward_uniform(seq_reward, loss_mask)
     return masked_kl * (float(seq_reward) / total)  # weights masked_kl / total sum to 1 on the mask
@@ -167,8 +167,8 @@ def assign_reward_kl_weighted_batched(
     rewards = _as_rewards(seq_rewards, mask.shape[0])
     kl = _as_kl(kl_per_token, mask.shape)
     masked_kl = mask.mul_(kl) if mask is not loss_mask else mask * kl  # a tensor of our own either way
-    total = masked_kl.sum(dim=1)
-    out = masked_kl.mul_((rewards / total.clamp(min=KL_EPS)).unsqueeze(1))
+    total = masked_kl.sum(dim=1, dtype=torch.float64)  # float64 row sums: no drift on long rows
+    out = masked_kl.mul_((rewards / total.clamp(min=KL_EPS)).to(torch.float32).unsqueeze(1))
     fallback = total < KL_EPS
     if bool(fallback.any()):
         rows = fallback.nonzero().squeeze(1)
@@ -188,9 +188,12 @@ def group_normalize(rewards: torch.Tensor, group_size: int, eps: float = 1e-6) -
     if not isinstance(rewards, torch.Tensor) or rewards.dim() != 1 or rewards.numel() % group_size:
         shape = tuple(rewards.shape) if isinstance(rewards, torch.Tensor) else type(rewards).__name__
         raise ValueError(f"rewards must be a [N] tensor with N a multiple of group_size={group_size}, got {shape}")
-    groups = rewards.to(torch.float32).view(-1, group_size)
+    # Centre and scale in float64, return float32: in float32 a group whose spread is tiny next to
+    # its mean (42.875, 42.875, 42.890625) loses the spread to cancellation, and its advantages no
+    # longer sum to zero. float64 input is not cast down first.
+    groups = rewards.to(torch.float64).view(-1, group_size)
     advantages = (groups - groups.mean(dim=1, keepdim=True)) / (groups.std(dim=1, keepdim=True) + eps)
-    return advantages.view(-1)
+    return advantages.view(-1).to(torch.float32)
 
 
 def broadcast_to_tokens(advantages: torch.Tensor, loss_mask: torch.Tensor) -> torch.Tensor:
@@ -207,12 +210,12 @@ def reward_to_go(token_rewards: torch.Tensor, gamma: float = 1.0) -> torch.Tenso
     """
     if not isinstance(token_rewards, torch.Tensor) or token_rewards.dim() not in (1, 2):
         raise ValueError("token_rewards must be a [T] or [B, T] tensor")
-    rewards = token_rewards.to(torch.float32)
+    rewards = token_rewards.to(torch.float64)  # long cumulative sums in float64, returned as float32
     if gamma == 1.0:
-        return rewards.flip(-1).cumsum(-1).flip(-1)
+        return rewards.flip(-1).cumsum(-1).flip(-1).to(torch.float32)
     returns = torch.zeros_like(rewards)
     running = torch.zeros_like(rewards[..., 0])
     for t in range(rewards.shape[-1] - 1, -1, -1):
         running = rewards[..., t] + gamma * running
         returns[..., t] = running
-    return returns
+    return returns.to(torch.float32)

@@ -148,6 +148,19 @@ def bench_accuracy() -> list:
     return compare_verifiers()
 
 
+GROWTH_UNITS = ("{}", "1,000", "x{")
+
+
+def bench_growth(n: int = 20_000) -> list[tuple[str, float]]:
+    """(unit, time at 4n / time at n) for accuracy_reward on \\boxed{ + unit * size: ~4 linear, ~16 quadratic."""
+    out = []
+    for unit in GROWTH_UNITS:
+        short, long = "\\boxed{" + unit * n, "\\boxed{" + unit * (4 * n)
+        small, large = per_call_interleaved([lambda: accuracy_reward(short, "5"), lambda: accuracy_reward(long, "5")])
+        out.append((unit, large / small))
+    return out
+
+
 # 3. batched loss mask and credit assignment vs per-sample loops ----------------------------------
 #
 # Every batched function is compared with three loops over the B samples, all measured here:
@@ -303,6 +316,7 @@ def main() -> None:
     print("running (progress on stderr) ...", file=sys.stderr)
     bench_format()
     comparison = bench_accuracy()
+    growth = bench_growth()
     bench_batched()
     bench_buffer()
 
@@ -348,6 +362,9 @@ def main() -> None:
           f"{'met' if format_200k < 5e-3 else 'NOT met'}")
     print(f"- accuracy_reward, worst of {len(DEGENERATE_ACC)} 200 KB degenerate inputs ({acc_case.split(': ')[1]}): "
           f"{fmt_time(acc_200k)} (target < 5 ms): {'met' if acc_200k < 5e-3 else 'NOT met'}")
+    print("- accuracy_reward time for a 4x longer degenerate input (linear ≈ 4×, quadratic ≈ 16×; target < 8×): " +
+          ", ".join(f"`\\boxed{{` + `{unit}` × n: {ratio:.1f}×" for unit, ratio in growth) +
+          f": {'met' if max(r for _, r in growth) < 8 else 'NOT met'}")
     print(f"- batched loss mask / credit vs per-sample Python loops that return the [B, T] tensor "
           f"({len(to_tensor)} rows): {span(to_tensor)} (target >= 50×): "
           f"{'met by every row' if not below_50 else 'NOT met by ' + ', '.join(below_50)}")

