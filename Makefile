@@ -13,12 +13,14 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 venv: $(STAMP)
 
-# The venv is rebuilt when requirements.txt changes. A .pth file puts the repo on
-# sys.path, so `import agentrl_ref` works in the book, JupyterLab and nbgrader.
-$(STAMP): requirements.txt
+# The venv is rebuilt when requirements.txt or pyproject.toml changes. The course package is
+# installed from this checkout in editable mode (pyproject.toml), so `import agentrl_ref` works in
+# the book, JupyterLab and nbgrader, and edits to agentrl_ref/ take effect at once.
+$(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
-	echo "$(CURDIR)" > "$$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/agentrl_course.pth"
+	rm -f "$$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/agentrl_course.pth"
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-build-isolation --no-deps -e .
 	touch $@
 
 # MathJax, require.js and the ipywidgets embed manager, pinned, fetched once with npm into _vendor/

@@ -1,34 +1,44 @@
 """agentrl_ref: the reference implementations behind every exercise, plot, widget and hidden test.
 
-One module per component, named after the exercise it backs:
+The six components sit at the top, one module each, named after the exercise they back:
 format_reward (1), verifiable_reward (2), loss_mask (3), rollout_buffer (4),
-composite_reward (5), token_credit (6).
+composite_reward (5), token_credit (6). They need only the standard library, numpy and torch.
 
-`from agentrl_ref import name` loads only the module that defines `name`, so a
-reward worker that needs `format_reward` does not pay for importing torch.
+Sub-packages:
+    checks/    the visible tests behind check() and run_test() in the notebooks
+    teaching/  what the pages show: plots, tables, simulations, widgets, the seed page's
+               reproductions, the answer-forms data and the cloze practice
+    agent/     the capstone (exercise 7): a tiny tool-using policy trained with the six parts
+
+`from agentrl_ref import name` loads only the module that defines `name`, so a reward worker that
+needs `format_reward` does not pay for importing torch, and a component never imports matplotlib
+or ipywidgets.
 """
 from importlib import import_module
 
 _EXPORTS = {
+    # the six components
     "format_reward": ["format_reward", "tag_count_reward"],
     "verifiable_reward": ["accuracy_reward", "extract_boxed_answer", "normalize_to_fraction"],
-    "answer_forms": ["ANSWER_FORMS", "AnswerForm", "compare_verifiers"],
-    "verifier_table": ["forms_table", "plot_verifiers", "run_comparison", "seed_answer_table", "summary_table",
-                       "verifier_summary"],
-    "loss_mask": ["ROLES", "build_loss_mask", "build_loss_mask_batched", "role_ids_from_spans",
+    "loss_mask": ["ROLES", "build_loss_mask", "build_loss_mask_batched", "is_trainable", "role_ids_from_spans",
                   "shift_mask_for_clm"],
-    "chat_template": ["AGENT_CONVERSATION", "is_trainable", "render_chatml", "tokenize_chat"],  # ex3, real template
     "rollout_buffer": ["AsyncRolloutBuffer"],
-    "rollout_sim": ["SimConfig", "SimResult", "run_modes", "simulate"],  # exercise 4 simulation (simulated clock)
-    "rollout_playground": ["RolloutPlayground"],  # exercise 4 widgets (ipywidgets, imported lazily)
     "composite_reward": ["cosine_length_reward", "cosine_scaled", "make_reward_fn", "seed_reward_fn",
                          "soft_overlong_punishment"],
     "token_credit": ["assign_reward_kl_weighted", "assign_reward_kl_weighted_batched",
                      "assign_reward_last_token", "assign_reward_last_token_batched",
                      "assign_reward_uniform", "assign_reward_uniform_batched",
                      "broadcast_to_tokens", "group_normalize", "reward_to_go"],
-    "credit_plots": ["credit_facts", "grpo_group", "long_trajectory", "plot_outcome_credit", "plot_strategies"],
-    "cloze_widget": ["ClozeWidget", "cloze_practice"],  # MLM cloze practice (ipywidgets, imported lazily)
+    # teaching machinery
+    "teaching.answer_forms": ["ANSWER_FORMS", "AnswerForm", "compare_verifiers"],
+    "teaching.verifier_table": ["forms_table", "plot_verifiers", "run_comparison", "seed_answer_table",
+                                "summary_table", "verifier_summary"],
+    "teaching.chat_template": ["AGENT_CONVERSATION", "render_chatml", "tokenize_chat"],  # ex3, real template
+    "teaching.rollout_sim": ["SimConfig", "SimResult", "run_modes", "simulate"],  # ex4 simulation (simulated clock)
+    "teaching.rollout_playground": ["RolloutPlayground"],  # ex4 widgets (ipywidgets, imported lazily)
+    "teaching.credit_plots": ["credit_facts", "grpo_group", "long_trajectory", "plot_outcome_credit",
+                              "plot_strategies"],
+    "teaching.cloze_widget": ["ClozeWidget", "cloze_practice"],  # MLM cloze practice (ipywidgets, imported lazily)
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 __all__ = list(_MODULE_OF)

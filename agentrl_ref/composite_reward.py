@@ -27,7 +27,8 @@ def cosine_length_reward(
     correct: tuple[float, float] = (1.0, 0.0),
     wrong: tuple[float, float] = (-1.0, 0.0),
 ) -> float:
-    """Length-shaped correctness: a cosine in L/max_len (L = characters, clamped at max_len) between (short, long) values.
+    """Length-shaped correctness: a cosine in L/max_len (L = characters, clamped at max_len) between (short, long)
+    values.
 
     Defaults are the seed's: correct goes 1.0 (short) -> 0.0 (at max_len), wrong goes -1.0 (short)
     -> 0.0, i.e. r = 1 - 0.5(1 - cos(pi L/max_len)) and r = -1 + 0.5(1 - cos(pi L/max_len)).

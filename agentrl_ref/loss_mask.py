@@ -52,6 +52,17 @@ def build_loss_mask(token_ids: list[int], role_spans: list[tuple[str, int, int]]
     return mask
 
 
+def is_trainable(role: str, part: str) -> bool:
+    """verl's rule (ANCHORS §3): the assistant's content and its <|im_end|> are trained; nothing else.
+
+    The header "<|im_start|>assistant\\n" is written by the template (the generation prompt), not by
+    the model; <|im_end|> is how the model stops, so it must be trained; tool output never is.
+    """
+    # parts of a rendered ChatML message (agentrl_ref.teaching.chat_template): "header" is
+    # "<|im_start|>{role}\n", "content", "end" is "<|im_end|>", "sep" the "\n" between messages
+    return role == "assistant" and part in ("content", "end")
+
+
 def shift_mask_for_clm(mask):
     """mask[..., 1:]: position t of the result says whether the prediction of token t+1 is trained.
 
@@ -73,7 +84,8 @@ def role_ids_from_spans(n_tokens: int, role_spans: list[tuple[str, int, int]]) -
 
 
 def build_loss_mask_batched(role_ids: torch.Tensor) -> torch.Tensor:
-    """LongTensor[B, T] of 0/1: 1 where role_ids == ASSISTANT_ID. role_ids is an integer [B, T] tensor of role ids or PAD_ID."""
+    """LongTensor[B, T] of 0/1: 1 where role_ids == ASSISTANT_ID. role_ids is an integer [B, T] tensor of role ids or
+    PAD_ID."""
     if not isinstance(role_ids, torch.Tensor) or role_ids.dim() != 2:
         raise ValueError(f"role_ids must be a [B, T] tensor, got {getattr(role_ids, 'shape', type(role_ids))}")
     if role_ids.dtype.is_floating_point or role_ids.dtype.is_complex or role_ids.dtype == torch.bool:
@@ -81,11 +93,13 @@ def build_loss_mask_batched(role_ids: torch.Tensor) -> torch.Tensor:
     if role_ids.numel():
         lo, hi = torch.aminmax(role_ids)
         if lo < PAD_ID or hi >= len(ROLES):
-            raise ValueError(f"role ids must be in [{PAD_ID}, {len(ROLES) - 1}], got values in [{lo.item()}, {hi.item()}]")
+            raise ValueError(f"role ids must be in [{PAD_ID}, {len(ROLES) - 1}], "
+                             f"got values in [{lo.item()}, {hi.item()}]")
     return (role_ids == ASSISTANT_ID).long()
 
 
-def build_loss_mask_batched_from_spans(n_tokens: int, batch_role_spans: list[list[tuple[str, int, int]]]) -> torch.Tensor:
+def build_loss_mask_batched_from_spans(n_tokens: int,
+                                      batch_role_spans: list[list[tuple[str, int, int]]]) -> torch.Tensor:
     """LongTensor[B, n_tokens]: row b is build_loss_mask(range(n_tokens), batch_role_spans[b]); same ValueErrors.
 
     The batched version for the seed's input (spans, rows padded to n_tokens): Python touches each

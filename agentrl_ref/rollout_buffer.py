@@ -67,7 +67,8 @@ class AsyncRolloutBuffer:
             self.buf = deque(fresh)
 
     async def get_batch(self, current_version: int | None = None) -> list[Any]:
-        """Wait until batch_size trajectories (not stale for current_version) are there; return the oldest batch_size."""
+        """Wait until batch_size trajectories (not stale for current_version) are there; return the oldest
+        batch_size."""
         if current_version is not None:
             if self.max_staleness is None:
                 raise ValueError("current_version given but the buffer has no max_staleness")

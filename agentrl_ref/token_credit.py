@@ -88,7 +88,8 @@ def assign_reward_uniform(seq_reward: float, loss_mask: torch.Tensor) -> torch.T
 
 
 def assign_reward_kl_weighted(seq_reward: float, loss_mask: torch.Tensor, kl_per_token: torch.Tensor) -> torch.Tensor:
-    """[T] float32: seq_reward split over mask positions in proportion to kl_per_token (>= 0); uniform if that KL sums below KL_EPS.
+    """[T] float32: seq_reward split over mask positions in proportion to kl_per_token (>= 0); uniform if that KL sums
+    below KL_EPS.
 
     A thought experiment (ERRATA E9): no major framework spreads the sequence reward by KL.
     """
@@ -197,7 +198,8 @@ def group_normalize(rewards: torch.Tensor, group_size: int, eps: float = 1e-6) -
 
 
 def broadcast_to_tokens(advantages: torch.Tensor, loss_mask: torch.Tensor) -> torch.Tensor:
-    """[B, T] float32: advantages[b] on every token where loss_mask[b] is 1 (DeepSeekMath outcome supervision), 0 elsewhere."""
+    """[B, T] float32: advantages[b] on every token where loss_mask[b] is 1 (DeepSeekMath outcome supervision), 0
+    elsewhere."""
     mask = _as_mask(loss_mask, 2)
     return mask * _as_rewards(advantages, mask.shape[0]).unsqueeze(1)
 

@@ -91,7 +91,8 @@ def _code_units(chunk: str):
 
 
 def _close_by_scan(text: str, pos: int, depth: int, chunk: int = _CHUNK) -> int:
-    """Same result as _matching_close: brace depth as a running sum (numpy), chunk by chunk, first index where it hits 0."""
+    """Same result as _matching_close: brace depth as a running sum (numpy), chunk by chunk, first index where it hits
+    0."""
     import numpy as np
 
     for lo in range(pos, len(text), chunk):
@@ -121,7 +122,8 @@ def _to_fraction(sign: str, num: str) -> Fraction:
 
 
 def normalize_to_fraction(s: str) -> Fraction | None:
-    """Exact value of a plain numeric answer (`3`, `-0.50`, `.5`, `1,000`, `2/4`, `\\frac{1}{2}`, `\\dfrac12`, ...); None otherwise.
+    """Exact value of a plain numeric answer (`3`, `-0.50`, `.5`, `1,000`, `2/4`, `\\frac{1}{2}`, `\\dfrac12`, ...);
+    None otherwise.
 
     Whitespace and `$` are removed first. Never raises on a str; None for anything it does not
     know, including `inf`, `nan`, `1e3`, `50\\%`, division by zero and numbers over MAX_DIGITS digits.
@@ -152,7 +154,8 @@ def normalize_to_fraction(s: str) -> Fraction | None:
 
 
 def accuracy_reward(completion: str, gold: str) -> float:
-    """1.0 iff the last complete \\boxed{} of completion and gold both normalise and are equal, else 0.0; never raises on strs."""
+    """1.0 iff the last complete \\boxed{} of completion and gold both normalise and are equal, else 0.0; never raises
+    on strs."""
     if not isinstance(completion, str) or not isinstance(gold, str):
         raise ValueError(
             f"accuracy_reward expects (str, str), got ({type(completion).__name__}, {type(gold).__name__})"

@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from agentrl_ref.answer_forms import ANSWER_FORMS, compare_verifiers, math_verify_equal  # noqa: E402
+from agentrl_ref.teaching.answer_forms import ANSWER_FORMS, compare_verifiers, math_verify_equal  # noqa: E402
 from agentrl_ref.format_reward import format_reward  # noqa: E402
 from agentrl_ref.loss_mask import (  # noqa: E402
     ASSISTANT_ID, ROLES, build_loss_mask_batched, build_loss_mask_batched_from_spans, role_ids_from_spans,
@@ -102,7 +102,8 @@ ORDINARY = [
     "<answer>5</answer><think>oops</think>",
     "<think>halfway",
     "  <think>x</think>\n\n<answer>y</answer>",
-    "<think>\n" + "Step: multiply 23 by 17, carry the one, check again.\n" * 40 + "</think>\n<answer>\\boxed{391}</answer>\n",
+    "<think>\n" + "Step: multiply 23 by 17, carry the one, check again.\n" * 40
+    + "</think>\n<answer>\\boxed{391}</answer>\n",
     "<think>a</think><answer>1</answer><think>b</think><answer>2</answer>",
 ]
 
@@ -116,7 +117,8 @@ def bench_format() -> None:
     for n in (500, 1000, 2000, 4000, 8000):
         text = "<think>" + "</think><answer></answer>x" * n
         ours = per_call(format_reward, text, min_time=0.02)
-        seed = once(seed_format_reward, text) if n >= 2000 else per_call(seed_format_reward, text, min_time=0.1, repeat=1)
+        seed = (once(seed_format_reward, text) if n >= 2000
+                else per_call(seed_format_reward, text, min_time=0.1, repeat=1))
         add("format_reward", f"degenerate n={n} ({len(text) / 1000:.0f} KB)", ours, seed, "seed regex")
 
 
@@ -337,7 +339,8 @@ def main() -> None:
         fn = sum(r.expected_equal and not getattr(r, eq) for r in comparison)
         fp = sum(getattr(r, eq) and not r.expected_equal for r in comparison)
         agree = sum(getattr(r, ok) for r in comparison)
-        print(f"| {name} | {agree}/{n} | {fn} | {fp} | {fmt_time(statistics.mean(getattr(r, sec) for r in comparison))} |")
+        mean_time = fmt_time(statistics.mean(getattr(r, sec) for r in comparison))
+        print(f"| {name} | {agree}/{n} | {fn} | {fp} | {mean_time} |")
     wrong_mv = [r for r in comparison if not r.math_verify_ok]
     print("\nmath-verify differs from the human verdict on: " +
           "; ".join(f"`{r.completion!r}` vs `{r.gold}` ({r.note})" for r in wrong_mv))
@@ -346,12 +349,14 @@ def main() -> None:
     acc_200k, acc_case = max((o, c) for b, c, o, _, _ in ROWS if b == "accuracy_reward" and "200 KB" in c)
 
     def ratios(baseline_name: str) -> list[float]:
-        return [base / o for b, _, o, base, name in ROWS if b.startswith(("loss mask", "credit")) and name == baseline_name]
+        return [base / o for b, _, o, base, name in ROWS
+                if b.startswith(("loss mask", "credit")) and name == baseline_name]
 
     def label(benchmark: str, case: str) -> str:  # "loss mask (from spans ...)": two loss-mask rows per baseline
         return f"{benchmark} ({case.split(', ', 2)[2].split(':')[0]})" if benchmark == "loss mask" else benchmark
 
-    below_50 = [f"{label(b, c)} {base / o:.1f}×" for b, c, o, base, name in ROWS if name == LOOP_TENSOR and base / o < 50]
+    below_50 = [f"{label(b, c)} {base / o:.1f}×" for b, c, o, base, name in ROWS
+                if name == LOOP_TENSOR and base / o < 50]
 
     def span(values: list[float]) -> str:
         return f"{min(values):,.1f}× .. {max(values):,.1f}×"

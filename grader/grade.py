@@ -20,7 +20,6 @@ import argparse
 import copy
 import csv
 import json
-import os
 import re
 import shutil
 import statistics
@@ -36,7 +35,7 @@ from pathlib import Path
 import nbformat
 
 from grading import scratch_course
-from release import GRADER, assignments as course_assignments, nbgrader_env
+from release import assignments as course_assignments, nbgrader_env
 
 COURSE_ID = "agentrl-cloze"  # as in nbgrader_config.py
 SUSPICIOUS = [
@@ -281,7 +280,8 @@ def write_csvs(out: Path, subs: list[Submission], scores, maxima) -> None:
         w.writerow(["student_id", "assignment", "score", "max_score", "status", "notes"])
         for s in sorted(subs, key=lambda s: (s.student, s.assignment)):
             score = scores.get((s.student, s.assignment), (0.0,))[0]
-            w.writerow([s.student, s.assignment, f"{score:g}", f"{maxima[s.assignment]:g}", s.status, "；".join(s.notes)])
+            w.writerow([s.student, s.assignment, f"{score:g}", f"{maxima[s.assignment]:g}", s.status,
+                        "；".join(s.notes)])
     with open(out / "cells.csv", "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(["student_id", "assignment", "grade_id", "score", "max_score"])

@@ -5,6 +5,8 @@
         -> book/<a>.ipynb        the web page: the same plus the collapsed 答案, and the blank
                                  and test cells tagged skip-execution so the site never shows a
                                  NameError from `_____`
+    plus book/socratic.md (every notebook's 苏格拉底时刻) and the cloze cards' code,
+    agentrl_ref/teaching/cloze_snippets.json (grader/cloze_snippets.py)
 
 nbgrader runs in a temporary copy of the course, so releasing never touches the
 instructor's gradebook. Usage: python grader/release.py [--out DIR] [assignment ...]
@@ -22,8 +24,11 @@ from pathlib import Path
 
 import nbformat
 
+import cloze_snippets
+
 GRADER = Path(__file__).resolve().parent
 ROOT = GRADER.parent
+CLOZE_DATA = Path("agentrl_ref") / "teaching" / "cloze_snippets.json"  # the cloze cards, cut from the answers
 ANSWER_TAG = "answer"
 SKIP_TAG = "skip-execution"
 
@@ -36,6 +41,81 @@ def nbgrader_env() -> dict[str, str]:
     """The environment for nbgrader: it runs `alembic` from PATH, so the venv's bin comes first."""
     bindir = str(Path(sys.executable).parent)
     return {**os.environ, "PATH": bindir + os.pathsep + os.environ.get("PATH", "")}
+
+
+SETUP_ID = "setup"  # grade_id of the read-only first cell of every notebook
+SETUP_TEMPLATE = """\
+# 环境准备（只读）。在课程自己的环境里（make lab）这一格什么也不做；在 Colab 或任何还没装课程包的
+# Jupyter 里，它从课程网站安装 agentrl_ref（check() 自查、画图和表格都在里面）。
+# 评分时这一格不运行，而且 agentrl_ref 里的六个参考实现（format_reward 等）在评分环境里不存在：
+# 答案里直接调用它们，自查能通过，评分时会失败。
+import importlib
+import importlib.metadata
+import os
+import subprocess
+import sys
+
+# 课程网站的地址（_config.yml 的 html.baseurl）
+COURSE_SITE = os.environ.get("AGENTRL_COURSE_SITE", {site!r})
+AGENTRL_REF_VERSION = {version!r}
+try:
+    _installed = importlib.metadata.version("agentrl-ref")
+except importlib.metadata.PackageNotFoundError:
+    _installed = None
+if _installed != AGENTRL_REF_VERSION:
+    _wheel = f"{{COURSE_SITE}}dist/agentrl_ref-{{AGENTRL_REF_VERSION}}-py3-none-any.whl"
+    print(f"正在安装课程包：{{_wheel}}")
+    subprocess.check_call([sys.executable, "-m", "pip", "install", "--quiet", f"agentrl-ref[course] @ {{_wheel}}"])
+    importlib.invalidate_caches()
+"""
+
+
+def course_settings(root: Path = ROOT) -> tuple[str, str]:
+    """(site base URL from _config.yml's html.baseurl, package version from pyproject.toml)."""
+    import tomllib
+
+    import yaml
+
+    config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
+    site = config["html"]["baseurl"]
+    if not site.endswith("/"):
+        raise ValueError(f"_config.yml html.baseurl must end with '/', got {site!r}")
+    version = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    return site, version
+
+
+def setup_cell_source(root: Path = ROOT) -> str:
+    site, version = course_settings(root)
+    return SETUP_TEMPLATE.format(site=site, version=version).rstrip("\n")
+
+
+def with_setup_cell(nb: nbformat.NotebookNode, source: str) -> bool:
+    """Make the first cell of an instructor notebook the read-only setup cell (tagged demo: not run
+    while grading); return True if the notebook changed."""
+    first = nb.cells[0] if nb.cells else None
+    if first is not None and first.metadata.get("nbgrader", {}).get("grade_id") == SETUP_ID:
+        if first.source == source:
+            return False
+        first.source = source
+        return True
+    cell = nbformat.v4.new_code_cell(source)
+    cell.id = SETUP_ID
+    cell.metadata = {"nbgrader": {"grade": False, "grade_id": SETUP_ID, "locked": True, "schema_version": 3,
+                                  "solution": False}, "tags": ["demo"]}
+    nb.cells.insert(0, cell)
+    return True
+
+
+def refresh_setup_cells(names: list[str], course: Path = GRADER, root: Path = ROOT) -> list[Path]:
+    """Write the current setup cell into every instructor notebook that lacks it or has an old one."""
+    source, changed = setup_cell_source(root), []
+    for name in names:
+        path = course / "source" / name / f"{name}.ipynb"
+        nb = nbformat.read(path, as_version=4)
+        if with_setup_cell(nb, source):
+            nbformat.write(nb, path)
+            changed.append(path)
+    return changed
 
 
 def nbgrader_release(names: list[str], course: Path = GRADER) -> dict[str, nbformat.NotebookNode]:
@@ -116,6 +196,7 @@ def render(names: list[str], course: Path = GRADER) -> dict[Path, str]:
         out[Path("notebooks") / f"{name}.ipynb"] = nbformat.writes(student_notebook(release)) + "\n"
         out[Path("book") / f"{name}.ipynb"] = nbformat.writes(book_page(release)) + "\n"
     out[Path("book") / "socratic.md"] = socratic_page(course)
+    out[CLOZE_DATA] = cloze_snippets.render_json(course / "source")
     return out
 
 
@@ -124,7 +205,10 @@ def main() -> None:
     parser.add_argument("names", nargs="*", help="assignments (default: all in grader/source)")
     parser.add_argument("--out", type=Path, default=ROOT, help="where notebooks/ and book/ go")
     args = parser.parse_args()
-    for rel, text in render(args.names or assignments()).items():
+    names = args.names or assignments()
+    for path in refresh_setup_cells(names):
+        print(f"updated the setup cell of {path}")
+    for rel, text in render(names).items():
         path = args.out / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")

@@ -5,7 +5,7 @@ import nbformat
 import pytest
 
 import agentrl_ref
-from agentrl_ref.checks import CheckFailure, _REGISTRY, _load_all, check, run_test
+from agentrl_ref.checks import _REGISTRY, _load_all, check, run_test
 from course import ASSIGNMENTS, SOURCE, student_notebook
 
 # part -> the reference object(s) the visible tests of that part need, by notebook name

@@ -1,4 +1,5 @@
-"""Coroutine visible tests (exercise 4): `await check(...)` / `await run_test(...)` in a notebook, plain calls elsewhere.
+"""Coroutine visible tests (exercise 4): `await check(...)` / `await run_test(...)` in a notebook, plain calls
+elsewhere.
 
 Also runs exercise 4's visible tests against realistic wrong buffers: each fails where it should,
 in bounded time, with no task left pending.

@@ -8,7 +8,8 @@ import tokenize
 
 import pytest
 
-from agentrl_ref import cloze
+import cloze_snippets as build  # grader/: cuts the snippets from their sources at `make release`
+from agentrl_ref.teaching import cloze
 from course import reference_fills
 
 KEYS = [s.key for s in cloze.SNIPPETS]
@@ -116,7 +117,7 @@ def _shown_nodes(snippet: cloze.Snippet) -> dict[str, ast.AST]:
         if isinstance(node, ast.ClassDef):
             for member in node.body:
                 shown[f"{node.name}.{member.name}"] = member
-        names = cloze._defined_names(node)
+        names = build._defined_names(node)
         for name in names:
             shown[name] = node
     return shown
@@ -127,7 +128,7 @@ def test_snippet_is_its_source_without_comments_and_docstrings(key):
     """Every definition shown is, statement for statement, the one in its source today."""
     snippet = cloze.get_snippet(key)
     shown = _shown_nodes(snippet)
-    for name, original in cloze.selected_nodes(snippet):
+    for name, original in build.selected_nodes(snippet):  # from the source today, not from the package
         assert name in shown, f"{name} missing from the {key} snippet"
         assert ast.dump(shown[name]) == ast.dump(_strip_docstrings(original)), f"{key}: {name} differs from its source"
     code = cloze.snippet_code(key)
@@ -139,9 +140,9 @@ def test_snippet_is_its_source_without_comments_and_docstrings(key):
 def test_snippet_imports_what_it_uses(key):
     code = cloze.snippet_code(key)
     tree = ast.parse(code)
-    imported = set().union(*(cloze._import_names(n) for n in tree.body)) if tree.body else set()
-    source_imports = set().union(*(cloze._import_names(n) for n in ast.parse(
-        cloze.source_code(cloze.get_snippet(key).source)).body))
+    imported = set().union(*(build._import_names(n) for n in tree.body)) if tree.body else set()
+    source_imports = set().union(*(build._import_names(n) for n in ast.parse(
+        build.source_code(cloze.get_snippet(key).source)).body))
     used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
     assert used & source_imports <= imported
 
@@ -181,29 +182,29 @@ def test_a_source_is_one_config_line_and_notebooks_win_once_they_exist():
     missing_nb = ("notebook:ex0_does_not_exist", ("format_reward",))
     module = ("module:agentrl_ref.format_reward", ("format_reward",))
     snippet = cloze.Snippet("x", "x", "ex0", (missing_nb, module))
-    assert snippet.source == module[0]
-    code = cloze.compact(cloze.raw_snippet(snippet))
+    assert build.resolve(snippet)[0] == module[0]
+    code = build.compact(build.raw_snippet(snippet))
     assert code.startswith("def format_reward(") and '"""' not in code
     existing_nb = ("notebook:ex1_format_reward", ("format_reward",))
-    assert cloze.Snippet("y", "y", "ex1", (existing_nb, module)).source == existing_nb[0]
+    assert build.resolve(cloze.Snippet("y", "y", "ex1", (existing_nb, module)))[0] == existing_nb[0]
     with pytest.raises(FileNotFoundError):
-        cloze.Snippet("z", "z", "ex0", (missing_nb,)).source
+        build.resolve(cloze.Snippet("z", "z", "ex0", (missing_nb,)))
     with pytest.raises(ValueError):
-        cloze.source_code("file:somewhere")
+        build.source_code("file:somewhere")
     with pytest.raises(KeyError):  # a name missing from the chosen source is an error, not a fallback
-        cloze.raw_snippet(cloze.Snippet("w", "w", "ex1", (("notebook:ex1_format_reward", ("no_such_name",)),)))
+        build.raw_snippet(cloze.Snippet("w", "w", "ex1", (("notebook:ex1_format_reward", ("no_such_name",)),)))
 
 
 def test_snippets_use_the_exercise_answer_where_the_notebook_exists():
     for snippet in cloze.SNIPPETS:
-        if (cloze.COURSE_SOURCE / snippet.exercise / f"{snippet.exercise}.ipynb").is_file():
+        if (build.COURSE_SOURCE / snippet.exercise / f"{snippet.exercise}.ipynb").is_file():
             assert snippet.source == f"notebook:{snippet.exercise}", snippet.key
 
 
 def test_compact_keeps_strings_and_drops_comments_and_docstrings():
     code = ('import re  # regex\n\n\ndef f(x):\n    """Doc."""\n    # explain\n    s = """a\n\n# not a comment\n"""\n'
             '\n    return s  # BLANK\n')
-    out = cloze.compact(code)
+    out = build.compact(code)
     assert out == 'import re\n\ndef f(x):\n    s = """a\n\n# not a comment\n"""\n    return s\n'
 
 
@@ -253,7 +254,7 @@ def test_widget_blanks_check_refresh_and_reveal():
 
 def test_widget_accepts_titles_and_rejects_unknown_levels():
     pytest.importorskip("ipywidgets")
-    from agentrl_ref.cloze_widget import ClozeWidget
+    from agentrl_ref.teaching.cloze_widget import ClozeWidget
 
     assert ClozeWidget("格式奖励", seed=1).snippet.key == "format_reward"
     with pytest.raises(ValueError):
@@ -266,6 +267,6 @@ def test_importing_the_widget_module_does_not_import_ipywidgets():
     import subprocess
     import sys
 
-    code = "import sys, agentrl_ref.cloze_widget; print('ipywidgets' in sys.modules)"
+    code = "import sys, agentrl_ref.teaching.cloze_widget; print('ipywidgets' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

@@ -1,4 +1,5 @@
-"""The MLM cloze page in headless Chromium: same counts, same seeded blanks as Python; 刷新, 检查, 显示答案, keyboard."""
+"""The MLM cloze page in headless Chromium: same counts, same seeded blanks as Python; 刷新, 检查, 显示答案,
+keyboard."""
 from __future__ import annotations
 
 import json
@@ -6,7 +7,7 @@ import random
 
 import pytest
 
-from agentrl_ref import cloze
+from agentrl_ref.teaching import cloze
 
 SEED = 20250101
 KEYS = [s.key for s in cloze.SNIPPETS]

@@ -1,4 +1,5 @@
-"""Exercise 6's examples and plots: the seed example, the multi-turn trajectory, GRPO broadcast (E8), PPO-style KL (E9)."""
+"""Exercise 6's examples and plots: the seed example, the multi-turn trajectory, GRPO broadcast (E8), PPO-style KL
+(E9)."""
 from __future__ import annotations
 
 import matplotlib
@@ -8,7 +9,7 @@ matplotlib.use("Agg")
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from agentrl_ref.credit_plots import (  # noqa: E402
+from agentrl_ref.teaching.credit_plots import (  # noqa: E402
     GAMMAS, LONG_SEGMENTS, STRATEGIES, credit, credit_facts, grpo_group, last_token_returns, long_trajectory,
     plot_outcome_credit, plot_strategies, ppo_style_returns, seed_example, untrained_runs,
 )

@@ -58,7 +58,8 @@ def test_each_mutation_loses_points_on_its_test(graded):
         score, max_score = got[target]
         total = sum(s for s, _ in got.values()), sum(m for _, m in got.values())
         verdict = "caught" if score < max_score else "MISSED"
-        rows.append(f"| {name} | {label} | {target} | {score:g}/{max_score:g} | {total[0]:g}/{total[1]:g} | {verdict} |")
+        rows.append(f"| {name} | {label} | {target} | {score:g}/{max_score:g} | {total[0]:g}/{total[1]:g} "
+                    f"| {verdict} |")
     MUTATION_TABLE.extend(rows)
     missed = [r for r in rows if r.endswith("MISSED |")]
     assert not missed, "mutations that lose no points on their test:\n" + "\n".join(missed)

@@ -7,12 +7,14 @@ intro, an exercise and the cloze page go to test-artifacts/.
 from __future__ import annotations
 
 import re
+import zipfile
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 import yaml
 
+import release
 from course import ASSIGNMENTS, ROOT, source_notebook
 
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
@@ -144,12 +146,26 @@ def test_exercise_page_offers_download_and_launch(name, site_url, browser, built
         assert (built_site / "book" / local[0]).resolve().is_file(), local[0]
     student = (built_site / "notebooks" / f"{name}.ipynb").read_text(encoding="utf-8")
     assert student == (ROOT / "notebooks" / f"{name}.ipynb").read_text(encoding="utf-8")
-    # launch buttons: configured in _config.yml, opening the student notebook (links only, never fetched)
+    # one download with every student notebook: a real file of the build
+    zips = [h for h in hrefs if h.endswith("dist/agentrl-notebooks.zip") and "://" not in h]
+    assert zips, "no link to the zip of all student notebooks"
+    with zipfile.ZipFile((built_site / "book" / zips[0]).resolve()) as zf:
+        assert sorted(zf.namelist()) == sorted(f"agentrl-notebooks/{a}.ipynb" for a in ASSIGNMENTS)
+        assert zf.read(f"agentrl-notebooks/{name}.ipynb").decode("utf-8") == student
+    # the wheel the setup cell installs in Colab is where the cell looks for it
+    site, version = release.course_settings()
+    assert (built_site / "dist" / f"agentrl_ref-{version}-py3-none-any.whl").is_file()
+    assert f"AGENTRL_REF_VERSION = {version!r}" in student and repr(site) in student
+    # launch buttons: configured in _config.yml, opening the student notebook (links only, never fetched);
+    # the notebook they name is a file of the repository they point at
     launch = CONFIG["launch_buttons"]
     for key in ("binderhub_url", "jupyterhub_url", "colab_url"):
         links = [h for h in hrefs if h.startswith(launch[key].rstrip("/") + "/")]
         assert links, f"no launch link for {key}"
         assert all(f"notebooks/{name}.ipynb" in h and f"book/{name}.ipynb" not in h for h in links), links
+    assert (ROOT / "notebooks" / f"{name}.ipynb").is_file()
+    hub = [h for h in hrefs if h.startswith(launch["jupyterhub_url"].rstrip("/") + "/")]
+    assert all("/hub/user-redirect/git-pull?" in h and "repo=" in h for h in hub), hub  # nbgitpuller
     page.close()
 
 

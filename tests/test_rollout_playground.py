@@ -9,8 +9,8 @@ import pytest
 
 matplotlib.use("Agg")
 
-from agentrl_ref.rollout_playground import BOTH, RolloutPlayground  # noqa: E402
-from agentrl_ref.rollout_sim import SimConfig  # noqa: E402
+from agentrl_ref.teaching.rollout_playground import BOTH, RolloutPlayground  # noqa: E402
+from agentrl_ref.teaching.rollout_sim import SimConfig  # noqa: E402
 
 
 def png(fig) -> bytes:
@@ -123,8 +123,8 @@ def test_in_a_real_kernel_the_widget_shows_and_a_click_redraws():
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.cells = [
-        nbformat.v4.new_code_cell("from agentrl_ref.rollout_playground import RolloutPlayground\n"
-                                  "from agentrl_ref.rollout_sim import SimConfig\n"
+        nbformat.v4.new_code_cell("from agentrl_ref.teaching.rollout_playground import RolloutPlayground\n"
+                                  "from agentrl_ref.teaching.rollout_sim import SimConfig\n"
                                   "pg = RolloutPlayground(SimConfig(n_steps=20))\npg"),
         nbformat.v4.new_code_cell("pg.n_workers.value = 3\npg.mode.value = 'async'\npg.run_button.click()\n"
                                   "print(pg.runs, list(pg.results), pg.progress.value)"),

@@ -8,8 +8,10 @@ from dataclasses import replace
 
 import pytest
 
-from agentrl_ref import rollout_sim
-from agentrl_ref.rollout_sim import SimConfig, SimulationDeadlock, VirtualClockLoop, comparison_table, run_modes, simulate
+from agentrl_ref.teaching import rollout_sim
+from agentrl_ref.teaching.rollout_sim import (
+    SimConfig, SimulationDeadlock, VirtualClockLoop, comparison_table, run_modes, simulate,
+)
 
 
 def test_virtual_clock_jumps_instead_of_sleeping():
@@ -145,7 +147,7 @@ def test_plots_are_ascii_and_draw_every_panel():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from agentrl_ref.rollout_plots import plot_results
+    from agentrl_ref.teaching.rollout_plots import plot_results
 
     fig = plot_results(run_modes(replace(SimConfig(), n_steps=20, max_staleness=2)), "title")
     try:

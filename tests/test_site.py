@@ -1,5 +1,4 @@
 """The built site, as a reader sees it in a real headless Chromium."""
-import re
 
 import pytest
 

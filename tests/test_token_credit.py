@@ -232,7 +232,8 @@ def test_kl_fallback_rows_mixed_with_weighted_rows():
     got = assign_reward_kl_weighted_batched(rewards, mask, kl)
     for b in range(4):
         assert torch.allclose(got[b], assign_reward_kl_weighted(rewards[b], mask[b], kl[b]), rtol=1e-6, atol=1e-7)
-    assert torch.equal(got[1], assign_reward_uniform(2.0, MASK)) and torch.equal(got[3], assign_reward_uniform(4.0, MASK))
+    assert torch.equal(got[1], assign_reward_uniform(2.0, MASK))
+    assert torch.equal(got[3], assign_reward_uniform(4.0, MASK))
 
 
 @pytest.mark.parametrize("bad", [
@@ -268,7 +269,8 @@ def test_numpy_and_torch_paths_agree(batch):
         m = mask.to(dtype)
         for fn in (assign_reward_last_token_batched, assign_reward_uniform_batched):
             assert torch.equal(fn(rewards, m), fn(rewards, _column_major(m)))
-        assert torch.equal(assign_reward_last_token_batched(rewards, m), assign_reward_last_token_batched(rewards, m.float()))
+        as_float = assign_reward_last_token_batched(rewards, m.float())
+        assert torch.equal(assign_reward_last_token_batched(rewards, m), as_float)
 
 
 def test_empty_batches():

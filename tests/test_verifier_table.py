@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from agentrl_ref.answer_forms import ANSWER_FORMS, AnswerForm, VerifierComparison
-from agentrl_ref.verifier_table import (
+from agentrl_ref.teaching.answer_forms import ANSWER_FORMS, AnswerForm, VerifierComparison
+from agentrl_ref.teaching.verifier_table import (
     SEED_AND_TRAPS, WARM_UP, forms_table, plot_verifiers, run_comparison, seed_accuracy_reward, seed_answer_table,
     summary_table, verifier_summary,
 )

@@ -1,4 +1,5 @@
-"""Visible tests of exercise 2 (verifiable reward): the seed page's table, box extraction, answers that must not crash."""
+"""Visible tests of exercise 2 (verifiable reward): the seed page's table, box extraction, answers that must not
+crash."""
 from agentrl_ref.checks import expect, visible_test
 
 EX = "ex2_verifiable_reward"

@@ -56,6 +56,11 @@ _PART_CASES = [  # (role, part, trained?) and why, for the hint
 ]
 
 
+def _rule_of_the_cases(role: str, part: str) -> bool:
+    """The expected answer, read off the table above (a pair the table does not list is not trained)."""
+    return any(r == role and p == part and trained for r, p, trained, _ in _PART_CASES)
+
+
 @visible_test(EX, "is_trainable", "ChatML 的规则：header、正文、<|im_end|> 各训练哪些")
 def chatml_rule(is_trainable):
     for role, part, want, _ in _PART_CASES:
@@ -67,13 +72,12 @@ def chatml_rule(is_trainable):
 
 @visible_test(EX, "is_trainable", "真实对话：每个 token 的 mask 与 verl 的做法一致")
 def real_conversation(is_trainable):
-    from agentrl_ref.chat_template import AGENT_CONVERSATION, is_trainable as reference, loss_mask_from_tokens, \
-        tokenize_chat
-    from agentrl_ref.mask_plots import token_label
+    from agentrl_ref.teaching.chat_template import AGENT_CONVERSATION, loss_mask_from_tokens, tokenize_chat
+    from agentrl_ref.teaching.mask_plots import token_label
 
     chat = tokenize_chat(AGENT_CONVERSATION)
     got = loss_mask_from_tokens(chat, is_trainable)
-    want = loss_mask_from_tokens(chat, reference)
+    want = loss_mask_from_tokens(chat, _rule_of_the_cases)
     print(f"  {len(chat)} 个 token，训练其中 {sum(got)} 个（期望 {sum(want)} 个）")
     for t, (g, w) in enumerate(zip(got, want)):
         label = token_label(chat.pieces[t])

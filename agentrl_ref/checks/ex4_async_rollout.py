@@ -1,4 +1,5 @@
-"""Visible tests of exercise 4 (async rollout buffer): the seed's harness, FIFO, drops, whole batches, shutdown, several trainers.
+"""Visible tests of exercise 4 (async rollout buffer): the seed's harness, FIFO, drops, whole batches, shutdown, several
+trainers.
 
 Every test is a coroutine (the notebook awaits it in the kernel's running loop). Nothing here may
 hang on a wrong answer: each wait is bounded by TIMEOUT seconds, and every task a test starts is

@@ -1,4 +1,5 @@
-"""Visible tests of exercise 5 (composite reward): cosine endpoints, the seed's example with its true values, key checks.
+"""Visible tests of exercise 5 (composite reward): cosine endpoints, the seed's example with its true values, key
+checks.
 
 The seed page's expected output is wrong (ERRATA E6): for its 62-character completion cos_len is
 0.964 and total 1.293, not "≈ 0" and "≈ 1.1". The test asserts those true values as constants.

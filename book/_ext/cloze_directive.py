@@ -1,4 +1,4 @@
-"""The `cloze` directive: one MLM practice card, built from agentrl_ref.cloze at build time.
+"""The `cloze` directive: one MLM practice card, built from agentrl_ref.teaching.cloze at build time.
 
     ```{cloze} format_reward
     ```
@@ -26,12 +26,12 @@ def _source_label(snippet) -> str:
     kind, _, ref = snippet.source.partition(":")
     names = "、".join(snippet.names)
     if kind == "notebook":
-        return f"来源：练习的参考答案 grader/source/{ref}/{ref}.ipynb 中的 {names}"
+        return f"来源：练习 {ref} 参考答案中的 {names}"
     return f"来源：参考实现 {ref} 中的 {names}"
 
 
 def card_html(key: str) -> str:
-    from agentrl_ref import cloze
+    from agentrl_ref.teaching import cloze
 
     snippet = cloze.get_snippet(key)
     data = cloze.export_snippet(snippet)
@@ -50,18 +50,10 @@ def card_html(key: str) -> str:
 
 
 def _source_files(key: str) -> list[Path]:
-    from importlib import import_module
+    """What the card is made of: the cloze module and the snippets `make release` cut into the package."""
+    from agentrl_ref.teaching import cloze
 
-    from agentrl_ref import cloze
-
-    snippet = cloze.get_snippet(key)
-    kind, _, ref = snippet.source.partition(":")
-    files = [Path(cloze.__file__)]
-    if kind == "notebook":
-        files.append(cloze.COURSE_SOURCE / ref / f"{ref}.ipynb")
-    else:
-        files.append(Path(import_module(ref).__file__))
-    return files
+    return [Path(cloze.__file__), cloze.DATA]
 
 
 class ClozeDirective(SphinxDirective):

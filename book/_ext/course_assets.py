@@ -12,11 +12,15 @@ It also makes the site work from its own folder with no network and wires the co
   mathjax_path and nb_ipywidgets_js in _config.yml point there;
 - the `cloze` directive and its script (cloze_directive.py, static/course/);
 - exercise pages: the launch buttons (Binder, JupyterHub, Colab; URLs in _config.yml) open the
-  student notebook notebooks/<a>.ipynb, and the download menu offers it next to the page's .ipynb.
+  student notebook notebooks/<a>.ipynb, and the download menu offers it next to the page's .ipynb,
+  and all student notebooks in one zip (dist/agentrl-notebooks.zip);
+- dist/agentrl_ref-<version>-py3-none-any.whl: the course package, which the setup cell of every
+  student notebook installs from the site (html.baseurl in _config.yml) where it is missing.
 """
 from __future__ import annotations
 
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -24,13 +28,13 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
-if str(ROOT) not in sys.path:  # agentrl_ref, for the cloze cards
-    sys.path.insert(0, str(ROOT))
 
 import cloze_directive  # noqa: E402
 import offline_assets  # noqa: E402
 
 STUDENT_DIR = "notebooks"  # the student notebooks, in the repository and in the built site
+DIST_DIR = "dist"  # in the built site: the course package's wheel and the zip of all student notebooks
+NOTEBOOKS_ZIP = "agentrl-notebooks.zip"
 
 
 def _script_key(script) -> tuple:
@@ -95,18 +99,70 @@ def student_notebook_buttons(app, pagename, templatename, context, doctree) -> N
                 "icon": "fas fa-file-arrow-down",
                 "label": "download-student-notebook-button",
             })
+            buttons.insert(1, {
+                "type": "link",
+                "url": context["pathto"](f"{DIST_DIR}/{NOTEBOOKS_ZIP}", 1),
+                "text": "全部学生版 (.zip)",
+                "tooltip": "下载所有练习的学生版 notebook，打成一个 zip",
+                "icon": "fas fa-file-zipper",
+                "label": "download-all-notebooks-button",
+            })
+
+
+def build_wheel(dest: Path) -> Path:
+    """The course package as a wheel in dest (the setup cell of every student notebook installs it
+    from <html.baseurl>dist/). Built from this checkout with the venv's setuptools, offline, in a
+    temporary copy so the checkout gets no build/ or *.egg-info folders."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "src"
+        src.mkdir()
+        shutil.copy2(ROOT / "pyproject.toml", src / "pyproject.toml")
+        shutil.copy2(ROOT / "README.md", src / "README.md")
+        shutil.copytree(ROOT / "agentrl_ref", src / "agentrl_ref",
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        wheels = Path(tmp) / "wheels"
+        proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+                               "--wheel-dir", str(wheels), str(src)], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"building the agentrl_ref wheel failed:\n{proc.stdout}\n{proc.stderr}")
+        (wheel,) = wheels.glob("agentrl_ref-*.whl")
+        dest.mkdir(parents=True, exist_ok=True)
+        for old in dest.glob("agentrl_ref-*.whl"):
+            old.unlink()
+        return Path(shutil.copy2(wheel, dest / wheel.name))
+
+
+def zip_notebooks(dest: Path, names: list[str]) -> Path:
+    """One download with every student notebook (fixed timestamps: the same notebooks give the same zip)."""
+    import zipfile
+
+    path = dest / NOTEBOOKS_ZIP
+    dest.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name in names:
+            info = zipfile.ZipInfo(f"agentrl-notebooks/{name}.ipynb", date_time=(2026, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, (ROOT / STUDENT_DIR / f"{name}.ipynb").read_bytes())
+    return path
 
 
 def copy_site_files(app, exception) -> None:
-    """After an HTML build: the student notebooks next to the pages that offer them."""
+    """After an HTML build: the student notebooks next to the pages that offer them, all of them in
+    one zip, and the course package's wheel, both in dist/."""
     if exception is not None or app.builder.format != "html":
         return
     out = Path(app.outdir)
-    for pagename in app.env.found_docs:
+    names = []
+    for pagename in sorted(app.env.found_docs):
         name = _exercise(app, pagename)
         if name is not None:
+            names.append(name)
             (out / STUDENT_DIR).mkdir(exist_ok=True)
             shutil.copy2(ROOT / STUDENT_DIR / f"{name}.ipynb", out / STUDENT_DIR / f"{name}.ipynb")
+    zip_notebooks(out / DIST_DIR, names)
+    build_wheel(out / DIST_DIR)
 
 
 def setup(app):

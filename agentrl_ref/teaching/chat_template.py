@@ -11,10 +11,9 @@ positions; here the spans come from a rendered conversation and a real byte-leve
                                     <|im_end|> as single special tokens (train_chatml_tokenizer
                                     trains a new one; tokenizer_fingerprint compares two)
     tokenize_chat(messages)      -> token ids, offsets, and the (role, part) of every token
-    is_trainable(role, part)     -> the rule verl's multi-turn SFT dataset follows (ANCHORS §3):
-                                    assistant content and its <|im_end|> are trained; the
-                                    assistant header and everything of other roles are not
-    loss_mask_from_tokens(chat)  -> the 0/1 mask over the tokens
+    loss_mask_from_tokens(chat)  -> the 0/1 mask over the tokens, by default with the rule verl's
+                                    multi-turn SFT dataset follows (agentrl_ref.loss_mask.is_trainable,
+                                    ANCHORS §3): assistant content and its <|im_end|> are trained
     role_spans_from_tokens(chat) -> (role, start, end) token spans for agentrl_ref.build_loss_mask
 """
 from __future__ import annotations
@@ -116,7 +115,8 @@ class TokenizedChat:
 
 def _bytes_to_unicode() -> dict[int, str]:
     """The byte -> printable character table of byte-level BPE (GPT-2's, used by tokenizers' ByteLevel)."""
-    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    printable = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
+                 + list(range(ord("®"), ord("ÿ") + 1)))
     table, extra = {}, 0
     for b in range(256):
         if b in printable:
@@ -227,17 +227,10 @@ def tokenize_chat(messages: Sequence[dict], tokenizer=None) -> TokenizedChat:
     return chat
 
 
-def is_trainable(role: str, part: str) -> bool:
-    """verl's rule (ANCHORS §3): the assistant's content and its <|im_end|> are trained; nothing else.
-
-    The header "<|im_start|>assistant\\n" is written by the template (the generation prompt), not by
-    the model; <|im_end|> is how the model stops, so it must be trained; tool output never is.
-    """
-    return role == "assistant" and part in TRAINED_PARTS
-
-
-def loss_mask_from_tokens(chat: TokenizedChat, rule: Callable[[str, str], bool] = is_trainable) -> list[int]:
-    """0/1 per token: rule(role, part)."""
+def loss_mask_from_tokens(chat: TokenizedChat, rule: Callable[[str, str], bool] | None = None) -> list[int]:
+    """0/1 per token: rule(role, part); the default rule is agentrl_ref.loss_mask.is_trainable (verl's)."""
+    if rule is None:
+        from agentrl_ref.loss_mask import is_trainable as rule
     return [int(bool(rule(role, part))) for role, part in zip(chat.roles, chat.parts)]
 
 

@@ -4,7 +4,7 @@
     cloze_practice("format_reward")               # a snippet key or its title ("格式奖励")
     cloze_practice("loss_mask", seed=42, level="挑战")
 
-Same snippets, same maskable tokens and the same seeded choice as the static site (agentrl_ref.cloze),
+Same snippets, same maskable tokens and the same seeded choice as the static site (agentrl_ref.teaching.cloze),
 so a seed gives the same blanks in both. ipywidgets is imported only when a widget is built.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import html
 import secrets
 
-from agentrl_ref import cloze
+from agentrl_ref.teaching import cloze
 
 RIGHT, WRONG, REVEALED = "cloze-right", "cloze-wrong", "cloze-revealed"
 _COLORS = {RIGHT: "#c9efd3", WRONG: "#ffd3d0", REVEALED: "#d6e6fb", None: ""}
@@ -165,6 +165,7 @@ class ClozeWidget:
         return self.box._repr_mimebundle_(**kwargs)
 
 
-def cloze_practice(key: str = "format_reward", seed: int | None = None, level: str = cloze.DEFAULT_LEVEL) -> ClozeWidget:
-    """A cloze card for a snippet key or title (see agentrl_ref.cloze.SNIPPETS); display it in a notebook."""
+def cloze_practice(key: str = "format_reward", seed: int | None = None,
+                   level: str = cloze.DEFAULT_LEVEL) -> ClozeWidget:
+    """A cloze card for a snippet key or title (see agentrl_ref.teaching.cloze.SNIPPETS); display it in a notebook."""
     return ClozeWidget(key, seed=seed, level=level)

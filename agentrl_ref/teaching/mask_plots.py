@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import math
 
-from agentrl_ref.chat_template import TokenizedChat
-from agentrl_ref.md_table import markdown_table
+from agentrl_ref.teaching.chat_template import TokenizedChat
+from agentrl_ref.teaching.md_table import markdown_table
 
 ROLE_COLORS = {"system": "#6b6b6b", "user": "#1b7f3b", "assistant": "#1f4fbf", "tool": "#c25a00"}
 MASK_COLORS = ("#e9e9e9", "#2f3e4e")  # 0, 1: neutral, so they do not read as role colours
 
 
 def token_label(piece: str) -> str:
-    """ASCII text for one token: ' ' -> '_', newline -> '\\n', tab -> '\\t', other non-printable or non-ASCII -> escapes."""
+    """ASCII text for one token: ' ' -> '_', newline -> '\\n', tab -> '\\t', other non-printable or non-ASCII ->
+    escapes."""
     out = []
     for ch in piece:
         if ch == " ":
@@ -103,7 +104,8 @@ def boundary_table(chat: TokenizedChat, mask: list[int], shifted: list[int], mes
     header = [t for t in positions if chat.parts[t] == "header"]
     content = [t for t in positions if chat.parts[t] == "content"]
     head = [first - 1] * (first > 0) + header + content[:2]
-    tail = content[-1:] + [t for t in positions if chat.parts[t] in ("end", "sep")] + [last + 1] * (last + 1 < len(chat))
+    tail = (content[-1:] + [t for t in positions if chat.parts[t] in ("end", "sep")]
+            + [last + 1] * (last + 1 < len(chat)))
     rows = []
     for t in head + [None] + tail:
         if t is None:
@@ -119,7 +121,7 @@ def boundary_table(chat: TokenizedChat, mask: list[int], shifted: list[int], mes
 
 def message_table(chat: TokenizedChat, mask: list[int]) -> str:
     """Markdown table, one row per message: its role, how many tokens each part has, how many are trained."""
-    from agentrl_ref.chat_template import PARTS
+    from agentrl_ref.teaching.chat_template import PARTS
 
     rows = []
     for index in range(max(chat.message, default=-1) + 1):

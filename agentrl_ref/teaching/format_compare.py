@@ -11,7 +11,7 @@ import statistics
 import time
 from typing import Callable
 
-from agentrl_ref import md_table
+from agentrl_ref.teaching import md_table
 from agentrl_ref.format_reward import SEED_FORMAT_PATTERN, STRICT_FORMAT_PATTERN, format_reward
 
 OPEN_R1_PATTERN = r"^<think>\n.*?\n</think>\n<answer>\n.*?\n</answer>$"
@@ -126,7 +126,8 @@ def plot_reject_times(times: dict[str, list[float]]):
         if name == "length":
             continue
         k = growth_exponent(lengths, seconds)
-        ax.loglog([x / 1000 for x in lengths], seconds, marker="o", label=f"{name} (slope {0.0 if abs(k) < 0.05 else k:.1f})")
+        ax.loglog([x / 1000 for x in lengths], seconds, marker="o",
+                  label=f"{name} (slope {0.0 if abs(k) < 0.05 else k:.1f})")
     ax.xaxis.set_major_formatter(ScalarFormatter())
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xticks([x / 1000 for x in lengths])

@@ -30,7 +30,8 @@ ANSWER_FORMS: list[AnswerForm] = [
     F(r"\boxed{0.50}", "0.5", True, "trailing zero"),
     F(r"\boxed{.5}", "0.5", True, "no leading zero"),
     F(r"思考...所以\boxed{0.5}", "1/2", True, "decimal vs slash fraction (seed case 1)"),
-    F(r"\boxed{12345678901234567890}", "12345678901234567891", False, "20-digit integers differ in the last digit; floats cannot tell"),
+    F(r"\boxed{12345678901234567890}", "12345678901234567891", False,
+      "20-digit integers differ in the last digit; floats cannot tell"),
     F(r"\boxed{5}", "5.0000001", False, "close is not equal"),
     # fractions
     F(r"\boxed{\frac{1}{2}}", "0.5", True, "latex frac, nested braces (seed case 2, E1)"),
@@ -82,7 +83,8 @@ ANSWER_FORMS: list[AnswerForm] = [
     F(r"$\boxed{12}$", "12", True, "box inside inline math"),
     F(r"\boxed{$12$}", "12", True, "inline math inside the box"),
     F(r"\boxed {5}", "5", True, "space between \\boxed and {"),
-    F(r"\boxed{2} so the answer is \boxed{3", "3", False, "last box unclosed: truncated output, no final answer (judgement)"),
+    F(r"\boxed{2} so the answer is \boxed{3", "3", False,
+      "last box unclosed: truncated output, no final answer (judgement)"),
     F("没有答案", "5", False, "no answer at all (seed case 4)"),
     F(r"\boxed{abc}", "5", False, "text that is no number (seed case 5)"),
     # text, units, choices
@@ -122,7 +124,8 @@ def math_verify_equal(completion: str, gold: str) -> bool:
 
 
 def compare_verifiers(rows: list[AnswerForm] = ANSWER_FORMS) -> list[VerifierComparison]:
-    """Run the toy accuracy_reward and math-verify on every row; verdicts, agreement with the human and seconds per call."""
+    """Run the toy accuracy_reward and math-verify on every row; verdicts, agreement with the human and seconds per
+    call."""
     out = []
     for row in rows:
         t0 = time.perf_counter()
@@ -130,5 +133,6 @@ def compare_verifiers(rows: list[AnswerForm] = ANSWER_FORMS) -> list[VerifierCom
         t1 = time.perf_counter()
         mv = math_verify_equal(row.completion, row.gold)
         t2 = time.perf_counter()
-        out.append(VerifierComparison(*row, toy, mv, toy == row.expected_equal, mv == row.expected_equal, t1 - t0, t2 - t1))
+        out.append(VerifierComparison(*row, toy, mv, toy == row.expected_equal, mv == row.expected_equal,
+                                      t1 - t0, t2 - t1))
     return out

@@ -1,11 +1,12 @@
 """Random cloze practice ("MLM 代码训练模式"): hide random tokens of a compact snippet, recall them.
 
 One definition serves both front ends, the static site's JavaScript (book/_ext/static/course/cloze.js,
-fed at build time with `export()`) and the JupyterLab widget (agentrl_ref.cloze_widget):
+fed at build time with `export()`) and the JupyterLab widget (agentrl_ref.teaching.cloze_widget):
 
-- a snippet is real code, read when it is needed from its source: the solution cell(s) of an
-  instructor notebook (grader/source/<exercise>/<exercise>.ipynb) or a module of agentrl_ref. It is
-  made compact by dropping comments (the `# BLANK` markers with them) and docstrings, nothing else;
+- a snippet is real code: the solution cell(s) of an instructor notebook or a module of agentrl_ref,
+  made compact by dropping comments (the `# BLANK` markers with them) and docstrings, nothing else.
+  `make release` cuts it from its source (grader/cloze_snippets.py) into cloze_snippets.json next to
+  this file, so the package reads nothing outside itself;
 - the maskable tokens are what the standard `tokenize` module calls NAME (identifiers and keywords),
   NUMBER and STRING (an f-string counts as one literal); brackets, commas, colons, operators and
   comments are never hidden;
@@ -14,17 +15,14 @@ fed at build time with `export()`) and the JupyterLab widget (agentrl_ref.cloze_
 """
 from __future__ import annotations
 
-import ast
 import io
 import json
 import tokenize
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import import_module
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-COURSE_SOURCE = ROOT / "grader" / "source"
+DATA = Path(__file__).with_name("cloze_snippets.json")  # written by `make release`
 
 _MASKABLE = {tokenize.NAME, tokenize.NUMBER, tokenize.STRING}
 # Python 3.12+ splits an f-string into FSTRING_START ... FSTRING_END; we keep it one literal.
@@ -46,7 +44,8 @@ class Snippet:
       names  the top-level definitions to show, in this order ("Class.method" picks one method);
              the imports they use are added in front automatically.
     The first candidate whose notebook exists is used (a module always exists). A name missing from
-    the chosen source is an error, never a silent fallback.
+    the chosen source is an error, never a silent fallback. The cutting happens at build time
+    (grader/cloze_snippets.py); `source` and `names` say which candidate it used.
     """
 
     key: str
@@ -56,18 +55,11 @@ class Snippet:
 
     @property
     def source(self) -> str:
-        return self._resolved()[0]
+        return _entry(self.key)["source"]
 
     @property
     def names(self) -> tuple[str, ...]:
-        return self._resolved()[1]
-
-    def _resolved(self) -> tuple[str, tuple[str, ...]]:
-        for source, names in self.sources:
-            kind, _, ref = source.partition(":")
-            if kind != "notebook" or (COURSE_SOURCE / ref / f"{ref}.ipynb").is_file():
-                return source, tuple(names)
-        raise FileNotFoundError(f"cloze snippet {self.key!r}: none of its sources exists")
+        return tuple(_entry(self.key)["names"])
 
 
 # The seed page's six snippets are the exercises' answers: an exercise's answer (the solution cells of
@@ -94,7 +86,8 @@ SNIPPETS: tuple[Snippet, ...] = (
         ("module:agentrl_ref.composite_reward", ("cosine_scaled", "make_reward_fn")),
     )),
     Snippet("token_credit", "Trajectory→Token Reward 分配", "ex6_token_credit", (
-        ("notebook:ex6_token_credit", ("assign_reward_last_token", "assign_reward_uniform", "assign_reward_kl_weighted")),
+        ("notebook:ex6_token_credit", ("assign_reward_last_token", "assign_reward_uniform",
+                                       "assign_reward_kl_weighted")),
         ("module:agentrl_ref.token_credit", ("assign_reward_last_token", "assign_reward_uniform",
                                              "assign_reward_kl_weighted")),
     )),
@@ -108,151 +101,22 @@ def get_snippet(key: str) -> Snippet:
     raise KeyError(f"no cloze snippet {key!r}; known: {[s.key for s in SNIPPETS]}")
 
 
-# ---------------------------------------------------------------- reading the source
-
-
-def notebook_solution_code(assignment: str, course: Path = COURSE_SOURCE) -> str:
-    """The code of every nbgrader solution cell of an instructor notebook, joined by blank lines."""
-    path = course / assignment / f"{assignment}.ipynb"
-    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    parts = []
-    for cell in cells:
-        grading = cell.get("metadata", {}).get("nbgrader", {})
-        if cell["cell_type"] == "code" and grading.get("solution"):
-            source = cell["source"]
-            parts.append("".join(source) if isinstance(source, list) else source)
-    if not parts:
-        raise ValueError(f"{path} has no solution cell")
-    return "\n\n".join(parts)
-
-
-def source_code(source: str) -> str:
-    """The full text behind a Snippet.source."""
-    kind, _, ref = source.partition(":")
-    if kind == "notebook":
-        return notebook_solution_code(ref)
-    if kind == "module":
-        module = import_module(ref)
-        return Path(module.__file__).read_text(encoding="utf-8")
-    raise ValueError(f"snippet source must be 'notebook:<assignment>' or 'module:<module>', got {source!r}")
-
-
-def _defined_names(node: ast.stmt) -> set[str]:
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return {node.name}
-    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
-    return {t.id for t in targets if isinstance(t, ast.Name)}
-
-
-def _import_names(node: ast.stmt) -> set[str]:
-    if isinstance(node, ast.Import):
-        return {(a.asname or a.name).split(".")[0] for a in node.names}
-    if isinstance(node, ast.ImportFrom) and node.module != "__future__":
-        return {a.asname or a.name for a in node.names}
-    return set()
-
-
-def _lines(text: str, node: ast.AST) -> list[str]:
-    """Whole source lines of node, decorators included."""
-    first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-    return text.split("\n")[first - 1: node.end_lineno]
-
-
-def _find(tree: ast.Module, name: str) -> ast.stmt:
-    for node in tree.body:
-        if name in _defined_names(node):
-            return node
-    raise KeyError(f"{name!r} is not defined at the top level of the source")
-
-
-def selected_nodes(snippet: Snippet) -> list[tuple[str, ast.AST]]:
-    """(name, AST node in the original source) for every name the snippet shows."""
-    tree = ast.parse(source_code(snippet.source))
-    out = []
-    for name in snippet.names:
-        owner, _, member = name.partition(".")
-        node = _find(tree, owner)
-        if member:
-            node = next((n for n in node.body if _defined_names(n) == {member}), None)
-            if node is None:
-                raise KeyError(f"{name!r} not found in {snippet.source}")
-        out.append((name, node))
-    return out
-
-
-def raw_snippet(snippet: Snippet) -> str:
-    """The snippet's definitions copied line for line from the source, the imports they use first."""
-    text = source_code(snippet.source)
-    lines = text.split("\n")
-    tree = ast.parse(text)
-    blocks: list[list[str]] = []
-    class_blocks: dict[str, list[str]] = {}
-    for name, node in selected_nodes(snippet):
-        owner, _, member = name.partition(".")
-        if not member:
-            blocks.append(_lines(text, node))
-            continue
-        if owner not in class_blocks:  # the class header: its lines before the first body statement
-            cls = _find(tree, owner)
-            first = min([cls.lineno] + [d.lineno for d in cls.decorator_list])
-            class_blocks[owner] = lines[first - 1: max(cls.lineno, cls.body[0].lineno - 1)]
-            blocks.append(class_blocks[owner])
-        else:
-            class_blocks[owner].append("")
-        class_blocks[owner].extend(_lines(text, node))
-    definitions = "\n\n".join("\n".join(block) for block in blocks)
-    used = {n.id for n in ast.walk(ast.parse(definitions)) if isinstance(n, ast.Name)}
-    imports = [ast.get_source_segment(text, n) for n in tree.body if _import_names(n) & used]
-    return "\n".join(imports) + "\n\n" + definitions if imports else definitions
-
-
-def _docstring_lines(tree: ast.Module) -> set[int]:
-    """1-based line numbers of every docstring whose removal leaves a non-empty body."""
-    drop: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            body = node.body
-            if (len(body) > 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
-                    and isinstance(body[0].value.value, str)):
-                drop.update(range(body[0].lineno, body[0].end_lineno + 1))
-    return drop
-
-
-def compact(code: str) -> str:
-    """code without comments and docstrings, trailing spaces, doubled or leading blank lines."""
-    lines = code.split("\n")
-    drop = _docstring_lines(ast.parse(code))
-    in_string: set[int] = set()  # lines inside a multi-line string: never touched
-    for tok in tokenize.generate_tokens(io.StringIO(code).readline):
-        if tok.type == tokenize.STRING and tok.end[0] > tok.start[0]:
-            in_string.update(range(tok.start[0] + 1, tok.end[0] + 1))
-        elif tok.type == tokenize.COMMENT:
-            row, col = tok.start
-            before = lines[row - 1][:col]
-            if before.strip():
-                lines[row - 1] = before.rstrip()
-            else:
-                drop.add(row)
-    rows = [(line if row in in_string else line.rstrip(), row in in_string)
-            for row, line in enumerate(lines, start=1) if row not in drop]
-    out: list[str] = []
-    for i, (line, literal) in enumerate(rows):
-        if literal or line:
-            out.append(line)
-            continue
-        following = next((text for text, _ in rows[i + 1:] if text), None)
-        if following is None or not out or not out[-1] or out[-1].endswith(":"):
-            continue  # no leading, trailing or doubled blank line, none right after a block opener
-        if following.startswith((" ", "\t")) and not following.lstrip().startswith(("def ", "async def ", "class ", "@")):
-            continue  # inside a block, a blank line only before a nested def/class (as the seed's snippets)
-        out.append(line)
-    return "\n".join(out) + "\n"
-
-
 @lru_cache(maxsize=None)
+def _built() -> dict[str, dict]:
+    """The snippets as `make release` cut them from their sources (grader/cloze_snippets.py)."""
+    return json.loads(DATA.read_text(encoding="utf-8"))
+
+
+def _entry(key: str) -> dict:
+    try:
+        return _built()[key]
+    except KeyError:
+        raise KeyError(f"cloze snippet {key!r} is not in {DATA.name}: run `make release`") from None
+
+
 def snippet_code(key: str) -> str:
-    """The compact code shown for a snippet (read from its source every time the process starts)."""
-    return compact(raw_snippet(get_snippet(key)))
+    """The compact code shown for a snippet."""
+    return _entry(get_snippet(key).key)["code"]
 
 
 # ---------------------------------------------------------------- maskable tokens

@@ -1,6 +1,6 @@
-"""Exercise 4's playground: ipywidgets controls around agentrl_ref.rollout_sim, in JupyterLab.
+"""Exercise 4's playground: ipywidgets controls around agentrl_ref.teaching.rollout_sim, in JupyterLab.
 
-    from agentrl_ref.rollout_playground import RolloutPlayground
+    from agentrl_ref.teaching.rollout_playground import RolloutPlayground
     RolloutPlayground()            # displays the controls, runs once, shows the figure
 
 Sliders set the simulation (workers, generation time and its spread, trainer step time, batch size,
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import html
 
-from agentrl_ref.rollout_sim import MODES, SimConfig, SimResult, run_modes
+from agentrl_ref.teaching.rollout_sim import MODES, SimConfig, SimResult, run_modes
 
 BOTH = "sync + async"
 STALENESS_OPTIONS = [("off", None), ("0", 0), ("1", 1), ("2", 2), ("4", 4), ("8", 8)]
@@ -96,7 +96,7 @@ class RolloutPlayground:
     def _show_figure(self) -> None:
         import matplotlib.pyplot as plt
 
-        from agentrl_ref.rollout_plots import plot_results
+        from agentrl_ref.teaching.rollout_plots import plot_results
 
         if self.figure is not None:
             plt.close(self.figure)

@@ -136,8 +136,10 @@ class Group(NamedTuple):
     advantages: torch.Tensor  # [G] group-normalised
 
 
-def grpo_group(rewards: Sequence[float] = (1, 0, 0, 1, 0, 0), lengths: Sequence[int] = (20, 34, 12, 27, 40, 16)) -> Group:
-    """One GRPO group: G completions of the same prompt, their 0/1 rewards, masks and advantages (DeepSeekMath §4.1.2)."""
+def grpo_group(rewards: Sequence[float] = (1, 0, 0, 1, 0, 0),
+               lengths: Sequence[int] = (20, 34, 12, 27, 40, 16)) -> Group:
+    """One GRPO group: G completions of the same prompt, their 0/1 rewards, masks and advantages
+    (DeepSeekMath §4.1.2)."""
     if len(rewards) != len(lengths):
         raise ValueError("one length per reward")
     r = torch.tensor(rewards, dtype=torch.float32)
@@ -146,7 +148,8 @@ def grpo_group(rewards: Sequence[float] = (1, 0, 0, 1, 0, 0), lengths: Sequence[
     return Group(r, mask, group_normalize(r, group_size=len(rewards)))
 
 
-def last_token_returns(traj: Trajectory, advantage: float, gammas: Sequence[float] = GAMMAS) -> dict[float, torch.Tensor]:
+def last_token_returns(traj: Trajectory, advantage: float,
+                       gammas: Sequence[float] = GAMMAS) -> dict[float, torch.Tensor]:
     """gamma -> [T] returns when `advantage` is stored at the last trained token (reward-to-go, discount gamma)."""
     stored = assign_reward_last_token(advantage, traj.mask)
     return {g: reward_to_go(stored, g) for g in gammas}

@@ -12,8 +12,8 @@ import statistics
 from fractions import Fraction
 from typing import Callable, NamedTuple, Sequence
 
-from agentrl_ref.answer_forms import ANSWER_FORMS, AnswerForm, VerifierComparison, compare_verifiers
-from agentrl_ref.md_table import markdown_table
+from agentrl_ref.teaching.answer_forms import ANSWER_FORMS, AnswerForm, VerifierComparison, compare_verifiers
+from agentrl_ref.teaching.md_table import markdown_table
 from agentrl_ref.verifiable_reward import accuracy_reward
 
 _SEED_BOX = re.compile(r"\\boxed\{([^{}]*)\}")

@@ -2,13 +2,13 @@
 
     fig = plot_results(run_modes(SimConfig()))       # sync and async side by side in every panel
 
-Every number drawn comes from agentrl_ref.rollout_sim results. Text in figures is ASCII only.
+Every number drawn comes from agentrl_ref.teaching.rollout_sim results. Text in figures is ASCII only.
 """
 from __future__ import annotations
 
 import bisect
 
-from agentrl_ref.rollout_sim import SimResult
+from agentrl_ref.teaching.rollout_sim import SimResult
 
 COLORS = {"sync": "#d1495b", "async": "#00798c"}
 FALLBACK_COLORS = ["#edae49", "#30638e", "#66a182", "#8d96a3"]

@@ -1,0 +1,246 @@
+"""agentrl_ref is a real package: it installs from its wheel anywhere, and the launch routes work.
+
+- the layout shows the design: the six components, a few sub-packages, nothing else;
+- a component never imports matplotlib or ipywidgets;
+- the wheel, installed into a fresh venv outside the repository, runs every student notebook with the
+  reference answers filled in (every check() passes, plots render, cloze_practice works);
+- "Colab-like": a fresh venv with only what a hosted notebook has; the setup cell installs the package
+  from the built site served on 127.0.0.1, and the notebook runs;
+- the Binder environment files resolve (pip install --dry-run).
+
+Offline: the dependencies of the fresh venvs are the course venv's own installed packages, made visible
+through a .pth file (a filtered set of them for the Colab-like venv); pip is run with PIP_NO_INDEX so it
+cannot fetch anything.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+from importlib import metadata
+from pathlib import Path
+
+import nbclient
+import nbformat
+import pytest
+from packaging.requirements import Requirement
+
+import release
+from agentrl_ref.teaching import cloze
+from course import ASSIGNMENTS, ROOT, filled, reference_fills
+
+COMPONENTS = {"format_reward.py", "verifiable_reward.py", "loss_mask.py", "rollout_buffer.py",
+              "composite_reward.py", "token_credit.py"}
+SUBPACKAGES = {"checks", "teaching", "agent"}
+# what a hosted notebook (Colab) has; math-verify stands in for the one [course] dependency it lacks,
+# which pip would fetch from PyPI there
+CHECK_CALL = re.compile(r"^\s*(await )?check\(", re.M)
+HOSTED = ["torch", "numpy", "matplotlib", "ipywidgets", "ipykernel", "ipython", "nbclient", "tokenizers",
+          "math-verify", "pip"]
+
+
+def test_layout_shows_the_six_components_first():
+    entries = {p.name for p in (ROOT / "agentrl_ref").iterdir() if p.name != "__pycache__"}
+    assert entries == COMPONENTS | SUBPACKAGES | {"__init__.py"}, entries
+    for sub in SUBPACKAGES:
+        assert (ROOT / "agentrl_ref" / sub / "__init__.py").is_file(), sub
+
+
+def test_components_never_import_plotting_or_widgets():
+    code = ("import sys, agentrl_ref as a\n"
+            "for name in ['format_reward', 'accuracy_reward', 'build_loss_mask', 'AsyncRolloutBuffer',\n"
+            "             'make_reward_fn', 'group_normalize', 'is_trainable']:\n"
+            "    getattr(a, name)\n"
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'ipywidgets', 'IPython'))\n"
+            "assert not bad, bad\n"
+            "assert not [m for m in sys.modules if m.startswith('agentrl_ref.teaching')]\n")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd="/")
+
+
+def test_public_names_resolve():
+    import agentrl_ref
+
+    for name in agentrl_ref.__all__:
+        assert getattr(agentrl_ref, name) is not None, name
+
+
+# ---------------------------------------------------------------- fresh venvs
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    import course_assets
+
+    return course_assets.build_wheel(tmp_path_factory.mktemp("dist"))
+
+
+def _site_packages(venv: Path) -> Path:
+    return Path(subprocess.check_output(
+        [str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        text=True).strip())
+
+
+def _fresh_venv(where: Path, with_pip: bool) -> Path:
+    base = getattr(sys, "_base_executable", sys.executable)
+    args = [base, "-m", "venv", str(where)] + ([] if with_pip else ["--without-pip"])
+    subprocess.run(args, check=True)
+    return where
+
+
+def _install(venv: Path, *requirements: str, env: dict | None = None) -> None:
+    proc = subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install",
+                           "--quiet", "--no-index", "--no-deps", *requirements], capture_output=True, text=True,
+                          env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def _expose(venv: Path, folder: Path) -> None:
+    """Make folder's packages importable in venv (after the venv's own site-packages)."""
+    (_site_packages(venv) / "zz_course_deps.pth").write_text(str(folder) + "\n", encoding="utf-8")
+
+
+def _kernelspec(tmp: Path, venv: Path, env: dict[str, str]) -> Path:
+    """A Jupyter data folder with one kernel, 'fresh', that runs venv's python in a neutral folder."""
+    spec = tmp / "jupyter" / "kernels" / "fresh"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [str(venv / "bin" / "python"), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "fresh", "language": "python", "env": env,
+    }), encoding="utf-8")
+    return tmp / "jupyter"
+
+
+def _run(nb: nbformat.NotebookNode, workdir: Path, jupyter_path: Path, monkeypatch) -> nbformat.NotebookNode:
+    monkeypatch.setenv("JUPYTER_PATH", str(jupyter_path))
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    client = nbclient.NotebookClient(nb, timeout=600, kernel_name="fresh",
+                                     resources={"metadata": {"path": str(workdir)}})
+    client.execute()  # any error in any cell fails the test
+    return nb
+
+
+def _where_am_i(venv: Path) -> nbformat.NotebookNode:
+    return nbformat.v4.new_code_cell(
+        "import sys, agentrl_ref\n"
+        f"assert agentrl_ref.__file__.startswith({str(_site_packages(venv))!r}), agentrl_ref.__file__\n"
+        f"repo = [p for p in sys.path if p.startswith({str(ROOT)!r}) and not p.startswith({str(ROOT / '.venv')!r})]\n"
+        "assert not repo, sys.path  # the checkout is not on sys.path (its venv's packages are, as dependencies)\n")
+
+
+def _outputs(cell) -> str:
+    return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+
+
+@pytest.fixture(scope="module")
+def wheel_venv(wheel, tmp_path_factory) -> Path:
+    venv = _fresh_venv(tmp_path_factory.mktemp("wheel-venv") / "venv", with_pip=False)
+    _install(venv, str(wheel))  # into the bare venv first: nothing else is visible to pip yet
+    _expose(venv, Path(sysconfig.get_path("purelib")))  # then the course venv's packages, as dependencies
+    return venv
+
+
+@pytest.mark.parametrize("name", ASSIGNMENTS)
+def test_wheel_runs_every_student_notebook(name, wheel_venv, tmp_path, monkeypatch):
+    nb = nbformat.reads(filled(name, reference_fills(name)), as_version=4)
+    nb.cells.insert(0, _where_am_i(wheel_venv))
+    key = next(s.key for s in cloze.SNIPPETS if s.exercise == name)
+    nb.cells.append(nbformat.v4.new_code_cell(f"from agentrl_ref import cloze_practice\ncloze_practice({key!r})"))
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    _run(nb, workdir, _kernelspec(tmp_path, wheel_venv, {}), monkeypatch)
+    checks = [c for c in nb.cells if c.cell_type == "code" and CHECK_CALL.search(c.source)]
+    assert checks
+    for cell in checks:
+        out = _outputs(cell)
+        assert "全部通过" in out and "✗" not in out, out
+    demo = [c for c in nb.cells if "demo" in c.metadata.get("tags", []) and "skip-execution" not in
+            c.metadata.get("tags", [])]
+    figures = [o for c in demo for o in c.outputs if "image/png" in o.get("data", {})]
+    if any("plot" in c.source for c in demo):
+        assert figures, f"{name}: no plot rendered"
+    widget = nb.cells[-1].outputs
+    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in widget), widget
+
+
+def _closure(names: list[str]) -> set[str]:
+    """The installed distributions names need (requirements with their markers, extras ignored)."""
+    seen: set[str] = set()
+    todo = list(names)
+    while todo:
+        name = re.sub(r"[-_.]+", "-", todo.pop()).lower()
+        if name in seen:
+            continue
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue  # an optional dependency the course venv does not have
+        seen.add(name)
+        for spec in dist.requires or []:
+            req = Requirement(spec)
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append(req.name)
+    return seen
+
+
+def _overlay(folder: Path, names: list[str]) -> Path:
+    """folder with a symlink to every top-level file of the distributions names need, nothing else."""
+    folder.mkdir()
+    purelib = Path(sysconfig.get_path("purelib"))
+    for name in _closure(names):
+        dist = metadata.distribution(name)
+        for top in {Path(f).parts[0] for f in dist.files or [] if not str(f).startswith("..")}:
+            if (purelib / top).exists() and not (folder / top).exists():
+                (folder / top).symlink_to(purelib / top)
+    assert not (folder / "agentrl_ref").exists()
+    return folder
+
+
+def test_colab_like_setup_cell_installs_the_package_from_the_site(site_url, tmp_path, monkeypatch):
+    venv = _fresh_venv(tmp_path / "venv", with_pip=False)
+    _expose(venv, _overlay(tmp_path / "hosted", HOSTED))
+    probe = subprocess.run([str(venv / "bin" / "python"), "-c", "import agentrl_ref"], capture_output=True,
+                           cwd=tmp_path)
+    assert probe.returncode != 0, "agentrl_ref must not be importable before the setup cell runs"
+    name = "ex1_format_reward"
+    nb = nbformat.reads(filled(name, reference_fills(name)), as_version=4)
+    assert nb.cells[0].metadata["nbgrader"]["grade_id"] == release.SETUP_ID
+    nb.cells.insert(1, _where_am_i(venv))
+    env = {"AGENTRL_COURSE_SITE": f"{site_url}/", "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    _run(nb, workdir, _kernelspec(tmp_path, venv, env), monkeypatch)
+    assert "正在安装课程包" in _outputs(nb.cells[0])
+    checks = [c for c in nb.cells if c.cell_type == "code" and CHECK_CALL.search(c.source)]
+    assert checks and all("全部通过" in _outputs(c) for c in checks)
+    # what the site serves is what this checkout builds
+    served = subprocess.check_output([str(venv / "bin" / "python"), "-c",
+                                      "import importlib.metadata as m; print(m.version('agentrl-ref'))"], text=True)
+    assert served.strip() == release.course_settings()[1]
+
+
+def test_binder_environment_resolves(tmp_path):
+    """binder/requirements.txt plus the package itself (binder/postBuild installs it) resolve together.
+
+    PyTorch's CPU index named in the file is out of reach here (pip is told not to retry it); the same
+    torch 2.13.0+cpu wheel is on this machine's disk, which pip's configuration lists."""
+    report = tmp_path / "report.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet", "--retries", "0",
+         "--timeout", "10", "--no-build-isolation", "--report", str(report),
+         "-r", str(ROOT / "binder" / "requirements.txt"), str(ROOT)],
+        capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    installed = {item["metadata"]["name"].lower(): item["metadata"]["version"]
+                 for item in json.loads(report.read_text(encoding="utf-8"))["install"]}
+    assert installed["torch"] == "2.13.0+cpu"
+    assert installed["agentrl-ref"] == release.course_settings()[1]
+    for name in ("matplotlib", "ipywidgets", "tokenizers", "math-verify", "jupyterlab"):
+        assert name in installed, name
+    assert os.access(ROOT / "binder" / "postBuild", os.X_OK)
+    assert "pip install --no-deps ." in (ROOT / "binder" / "postBuild").read_text(encoding="utf-8")
+    shutil.rmtree(tmp_path, ignore_errors=True)
