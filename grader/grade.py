@@ -1,18 +1,28 @@
-"""make grade SUBMISSIONS=<folder>: autograde a whole class and say what happened to every notebook.
+"""make grade SUBMISSIONS=<folder>: autograde a whole class in sandboxes and say what happened to every notebook.
 
-    python grader/grade.py SUBMISSIONS [--out DIR] [--cell-timeout S] [--notebook-timeout S]
-                                       [--db-url URL --jobs N]
+    python grader/grade.py SUBMISSIONS [--out DIR] [--jobs N] [--cell-timeout S] [--notebook-timeout S]
+                                       [--db-url URL] [--unsafe-no-sandbox]
 
 SUBMISSIONS holds `<student>/<assignment>/<assignment>.ipynb` (nbgrader's layout) or flat
-`<student>_<assignment>.ipynb` files. Nothing in it is modified: every notebook is copied,
-checked and, where a student broke the notebook's structure, repaired before nbgrader sees it.
-Each (student, assignment) is autograded in its own nbgrader process with a time limit, so one
-infinite loop or crash costs that notebook only. Output in --out (default grading-output/):
-grades.csv (one row per student and assignment, with a status and notes), cells.csv (every
-test cell's score), feedback/ (nbgrader's HTML feedback) and report.md (the printed summary).
+`<student>_<assignment>.ipynb` files. Nothing in it is modified. The steps:
 
-The default gradebook is SQLite, which takes one writer, so notebooks are graded one after
-another. With --db-url pointing at PostgreSQL, --jobs processes grade in parallel.
+1. prepare  every notebook is read, validated and rebuilt on the release: each cell the release has gets
+            the release's metadata back (type, tags, nbgrader fields) and each locked cell its source
+            (with the hidden tests); cells the student added keep their code but lose every tag and
+            grading field. Deleted, duplicated and retyped cells are repaired; all of it is noted.
+2. expect   each assignment's instructor notebook runs like a submission; what its test cells
+            record (agentrl_ref.checks.probes) is the expected result. It never enters a sandbox.
+3. execute  every notebook runs in its own sandbox (grader/sandbox.py: bubblewrap, cgroups, no network,
+            only an empty working folder and the course package without this assignment's answers),
+            --jobs at a time. Its test cells are judged against the expected records by trusted code
+            (grader/verdict.py), outputs are capped, and the kernel's fate (timeout, memory, processes)
+            is noted in Chinese.
+4. record   after every sandbox is gone, nbgrader (in this process, one writer) saves the scores into
+            the gradebook (SQLite by default; --db-url for another) and writes the feedback.
+5. report   grades.csv, cells.csv, feedback/ and report.md in --out (default grading-output/).
+
+--unsafe-no-sandbox runs kernels without the sandbox (for machines without user namespaces); the
+report says so on its first line. The verdict is still decided outside the kernel.
 """
 from __future__ import annotations
 
@@ -20,10 +30,11 @@ import argparse
 import copy
 import csv
 import json
+import logging
+import os
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 import uuid
@@ -34,17 +45,28 @@ from pathlib import Path
 
 import nbformat
 
+import execute
 from grading import scratch_course
 from release import assignments as course_assignments, nbgrader_env
 
 COURSE_ID = "agentrl-cloze"  # as in nbgrader_config.py
+# Student code that reaches for the grading machinery, the file system, processes or the network. It is
+# flagged for the instructor; it decides nothing (the sandbox and the trusted verdict do).
 SUSPICIOUS = [
-    (re.compile(r"\bsys\.modules\b"), "改动 sys.modules"),
-    (re.compile(r"\bbuiltins\b|__builtins__"), "改动 builtins"),
-    (re.compile(r"__import__|\bimportlib\b"), "改动导入机制"),
-    (re.compile(r"\bget_ipython\b|\brun_cell\b|\bshowtraceback\b"), "改动 IPython 内核"),
-    (re.compile(r"agentrl_ref\.checks|\brun_test\b|\bAssertionError\b"), "改动测试代码"),
-    (re.compile(r"(setattr\(\s*agentrl_ref|agentrl_ref\.\w+\s*=[^=])"), "替换 agentrl_ref"),
+    (re.compile(r"\bsys\.modules\b|__import__|\bimportlib\b"), "改动导入机制"),
+    (re.compile(r"\bbuiltins\b|__builtins__|__self__|__subclasses__|__class__|__globals__|__code__"),
+     "改动 Python 内置对象"),
+    (re.compile(r"\bget_ipython\b|\bipython\b|\bshowtraceback\b|\bevents\b|ast_transformers|\brun_cell\b",
+                re.IGNORECASE), "改动 IPython 内核"),
+    (re.compile(r"agentrl_ref\.checks|\brun_test\b|\bprobe|\bAssertionError\b|\bCheckFailure\b"), "改动测试代码"),
+    (re.compile(r"(setattr\(|agentrl_ref\.\w+\s*=[^=])"), "替换对象的属性"),
+    (re.compile(r"\bgetattr\(|\beval\(|\bexec\(|\bcompile\("), "动态执行代码"),
+    (re.compile(r"\bopen\(|\bos\.|\bpathlib\b|\bshutil\b|\bglob\b"), "读写文件"),
+    (re.compile(r"\bsubprocess\b|\bos\.(system|fork|spawn|exec|popen)|\bmultiprocessing\b|\bthreading\b"),
+     "启动进程或线程"),
+    (re.compile(r"\bsocket\b|\burllib\b|\brequests\b|\bhttp\b|\bzmq\b"), "网络"),
+    (re.compile(r"\bsignal\b|\bresource\b|\bctypes\b"), "信号或系统资源"),
+    (re.compile(r"^\s*[%!]", re.MULTILINE), "IPython 魔法命令或 shell 命令"),
 ]
 
 
@@ -53,8 +75,9 @@ class Submission:
     student: str
     assignment: str
     path: Path | None            # None: the student handed in nothing for this assignment
-    status: str = "ok"           # ok | missing | invalid | timeout | error
+    status: str = "ok"           # ok | missing | invalid | timeout | killed | error
     notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
 
 
 def collect(folder: Path, known: list[str]) -> list[Submission]:
@@ -79,6 +102,9 @@ def collect(folder: Path, known: list[str]) -> list[Submission]:
     return [Submission(s, a, found.get((s, a))) for s in students for a in used]
 
 
+# ---------------------------------------------------------------- 1. prepare
+
+
 def _grade_id(cell) -> str | None:
     return cell.metadata.get("nbgrader", {}).get("grade_id")
 
@@ -96,16 +122,31 @@ def _as_type(cell, cell_type: str):
     return new
 
 
-def repair(student: nbformat.NotebookNode, release: nbformat.NotebookNode) -> tuple[nbformat.NotebookNode, list[str]]:
-    """Give the submission the release's graded structure back; say what had to change.
+def _release_metadata(cell, original) -> str | None:
+    """Give cell the release's metadata; say what the student had changed (tags or grading fields)."""
+    changed = [key for key in ("tags", "nbgrader")
+               if cell.metadata.get(key, {} if key == "nbgrader" else []) != original.metadata.get(
+                   key, {} if key == "nbgrader" else [])]
+    cell.metadata = copy.deepcopy(original.metadata)
+    if not changed:
+        return None
+    what = "、".join({"tags": "标签", "nbgrader": "评分设置"}[k] for k in changed)
+    return f"单元 {_grade_id(original)} 的{what}被改动过：已按发布版恢复"
 
-    Locked cells (tests, read-only code) come from the release; a deleted graded cell is put
-    back; a duplicated test cell is dropped; of a duplicated answer cell the last copy stays
-    graded and the others become ordinary cells (so the code runs exactly as the student ran it);
-    a retyped cell gets its type back. The student's own extra cells stay where they were.
+
+def repair(student: nbformat.NotebookNode, release: nbformat.NotebookNode,
+           source: nbformat.NotebookNode | None = None) -> tuple[nbformat.NotebookNode, list[str]]:
+    """Rebuild the submission on the release; say what had to change.
+
+    Every cell the release has gets the release's metadata back (type, tags, nbgrader fields), and every
+    locked cell (tests, read-only code) its source — from `source`, the instructor notebook, when given,
+    so test cells carry their hidden tests. A deleted graded cell is put back; a duplicated locked cell
+    is dropped; of a duplicated answer cell the last copy stays graded and the others become ordinary
+    cells. The student's own extra cells stay where they were, without tags or grading fields.
     """
     ref_cells = [c for c in release.cells if _grade_id(c)]
     ref = {_grade_id(c): c for c in ref_cells}
+    full = {_grade_id(c): c for c in (source.cells if source is not None else []) if _grade_id(c)}
     notes: list[str] = []
     last_answer_copy = {}
     for i, cell in enumerate(student.cells):
@@ -115,30 +156,37 @@ def repair(student: nbformat.NotebookNode, release: nbformat.NotebookNode) -> tu
     out, position = [], {}
     for i, cell in enumerate(student.cells):
         gid = _grade_id(cell)
-        if gid is None:
-            out.append(cell)
-            continue
-        if gid not in ref:
-            notes.append(f"未知的评分单元 {gid}：当作普通单元")
+        if gid is None or gid not in ref:
+            if gid is not None:
+                notes.append(f"未知的评分单元 {gid}：当作普通单元")
+            elif cell.metadata.get("nbgrader") or (cell.cell_type == "code" and cell.metadata.get("tags")):
+                notes.append("自己加的单元带着评分设置或标签：已去掉")
             cell.metadata.pop("nbgrader", None)
+            cell.metadata.pop("tags", None)
             out.append(cell)
             continue
         original = ref[gid]
-        if gid in position:
-            if _locked(original):
-                notes.append(f"重复的测试/只读单元 {gid}：已删除多余的一份")
-                continue
+        if gid in position and _locked(original):
+            notes.append(f"重复的测试/只读单元 {gid}：已删除多余的一份")
+            continue
         if not _locked(original) and last_answer_copy.get(gid) != i:
             notes.append(f"重复的答案单元 {gid}：评分用最后一份，其余当作普通单元")
             cell.metadata.pop("nbgrader", None)
+            cell.metadata.pop("tags", None)
             out.append(cell)
             continue
         if cell.cell_type != original.cell_type:
             notes.append(f"单元 {gid} 的类型被改成 {cell.cell_type}：已改回 {original.cell_type}")
             cell = _as_type(cell, original.cell_type)
-        if _locked(original) and cell.source != original.source:
-            notes.append(f"锁定单元 {gid} 被改动过：已恢复原样（疑似篡改测试）")
-            cell = copy.deepcopy(original)
+        if _locked(original):
+            if cell.source != original.source:
+                notes.append(f"锁定单元 {gid} 被改动过：已恢复原样（疑似篡改测试）")
+            cell = copy.deepcopy(full.get(gid, original))
+            cell.metadata = copy.deepcopy(original.metadata)
+        else:
+            note = _release_metadata(cell, original)
+            if note:
+                notes.append(note)
         position[gid] = len(out)
         out.append(cell)
     for k, original in enumerate(ref_cells):
@@ -148,11 +196,14 @@ def repair(student: nbformat.NotebookNode, release: nbformat.NotebookNode) -> tu
         notes.append(f"单元 {gid} 被删除：已按发布版恢复")
         before = [position[_grade_id(c)] for c in ref_cells[:k] if _grade_id(c) in position]
         at = max(before) + 1 if before else 0
-        out.insert(at, copy.deepcopy(original))
+        restored = copy.deepcopy(full.get(gid, original))
+        restored.metadata = copy.deepcopy(original.metadata)
+        out.insert(at, restored)
         position = {g: p + (p >= at) for g, p in position.items()}
         position[gid] = at
     fixed = copy.deepcopy(student)
     fixed.cells = out
+    fixed.metadata = copy.deepcopy(release.metadata)  # kernelspec and all: the release's
     ids = set()
     for cell in fixed.cells:  # nbformat needs unique cell ids; a duplicated cell repeats one
         if cell.get("id") in ids or not cell.get("id"):
@@ -162,7 +213,7 @@ def repair(student: nbformat.NotebookNode, release: nbformat.NotebookNode) -> tu
 
 
 def suspicious(nb: nbformat.NotebookNode) -> list[str]:
-    """Student-written code that reaches into the test machinery: flagged for the instructor."""
+    """What the student's own code reaches for (SUSPICIOUS): a note for the instructor, not a verdict."""
     found = []
     for cell in nb.cells:
         if cell.cell_type != "code" or _locked(cell):
@@ -170,53 +221,114 @@ def suspicious(nb: nbformat.NotebookNode) -> list[str]:
         for pattern, what in SUSPICIOUS:
             if pattern.search(cell.source) and what not in found:
                 found.append(what)
-    return [f"可疑代码，请人工检查：{what}" for what in found]
+    return [f"可疑代码，请人工检查：{'、'.join(found)}"] if found else []
 
 
-def prepare(sub: Submission, course: Path, release: nbformat.NotebookNode) -> None:
+def prepare(sub: Submission, course: Path, release: nbformat.NotebookNode, source: nbformat.NotebookNode) -> None:
     """Read, validate and repair one submission into course/submitted (the original stays untouched)."""
     if sub.path is None:
         sub.status, sub.notes = "missing", ["没有交这份作业"]
         return
     try:
+        if sub.path.stat().st_size > 50_000_000:
+            raise ValueError(f"文件太大（{sub.path.stat().st_size} 字节）")
         with warnings.catch_warnings():  # a duplicated cell repeats its id; repair() gives new ones
             warnings.simplefilter("ignore")
             nb = nbformat.reads(sub.path.read_text(encoding="utf-8"), as_version=4)
         nbformat.validate(nb)
-    except (ValueError, UnicodeDecodeError, json.JSONDecodeError, nbformat.ValidationError, KeyError) as exc:
+    except (ValueError, UnicodeDecodeError, json.JSONDecodeError, nbformat.ValidationError, KeyError,
+            TypeError, AttributeError, RecursionError) as exc:
         sub.status, sub.notes = "invalid", [f"不是有效的 notebook：{type(exc).__name__}: {str(exc)[:200]}"]
         return
-    fixed, notes = repair(nb, release)
+    fixed, notes = repair(nb, release, source)
     sub.notes = notes + suspicious(fixed)
     dest = course / "submitted" / sub.student / sub.assignment / f"{sub.assignment}.ipynb"
     dest.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(fixed, dest)
+    nbformat.write(execute.for_grading(fixed), dest)
 
 
-def autograde(sub: Submission, course: Path, cell_timeout: int, notebook_timeout: int, db_args: list[str]) -> None:
-    if sub.status != "ok":
-        return
-    cmd = [sys.executable, "-m", "nbgrader", "autograde", sub.assignment, "--student", sub.student, "--force",
-           f"--Execute.timeout={cell_timeout}", *db_args]
+# ---------------------------------------------------------------- nbgrader in this process
+
+
+def _nbgrader_config(course: Path, db_url: str):
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+    config.CourseDirectory.root = str(course)
+    config.CourseDirectory.db_url = db_url
+    config.CourseDirectory.course_id = COURSE_ID
+    return config
+
+
+def _run_converter(kind, course: Path, config, assignment: str, student: str = "*", **options) -> None:
+    from nbgrader.coursedir import CourseDirectory
+
+    coursedir = CourseDirectory(config=config)
+    coursedir.assignment_id, coursedir.student_id = assignment, student
+    app = kind(coursedir=coursedir, config=config)
+    for key, value in options.items():
+        setattr(app, key, value)
+    cwd = os.getcwd()
     try:
-        proc = subprocess.run(cmd, cwd=course, env=nbgrader_env(), capture_output=True, text=True,
-                              timeout=notebook_timeout)
-    except subprocess.TimeoutExpired:
-        sub.status = "timeout"
-        sub.notes.append(f"超过 {notebook_timeout} 秒仍未跑完（可能有死循环）：本 notebook 记 0 分")
-        return
-    if proc.returncode != 0 or "ERROR" in proc.stderr:
-        sub.status = "error"
-        last = [line for line in proc.stderr.splitlines() if "ERROR" in line][-1:] or proc.stderr.splitlines()[-1:]
-        sub.notes.append("nbgrader 无法评分：" + (last[0][:200] if last else f"exit {proc.returncode}"))
+        app.start()
+    finally:
+        os.chdir(cwd)
 
 
-def register_students(db_url: str, course_id: str, students: list[str]) -> None:
-    from nbgrader.api import Gradebook
+def generate_assignments(course: Path, names: list[str], db_url: str) -> None:
+    from nbgrader.converters import GenerateAssignment
 
-    with Gradebook(db_url, course_id) as gb:
-        for student in students:
-            gb.update_or_create_student(student)
+    config = _nbgrader_config(course, db_url)
+    for name in names:
+        _run_converter(GenerateAssignment, course, config, name, student=".", force=True)
+
+
+def record(course: Path, names: list[str], db_url: str) -> None:
+    """nbgrader saves the judged notebooks' scores (course/executed -> gradebook, course/autograded)."""
+    from nbgrader.converters import Autograde
+    from nbgrader.preprocessors import AssignLatePenalties, CheckCellMetadata, SaveAutoGrades
+
+    config = _nbgrader_config(course, db_url)
+    config.CourseDirectory.submitted_directory = "executed"
+    config.Autograde.sanitize_preprocessors = [CheckCellMetadata]
+    config.Autograde.autograde_preprocessors = [SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+    for name in names:
+        if (course / "executed").is_dir() and any((course / "executed").glob(f"*/{name}")):
+            _run_converter(Autograde, course, config, name, force=True, create_student=True)
+
+
+def feedback(course: Path, names: list[str], db_url: str) -> None:
+    from nbgrader.converters import GenerateFeedback
+
+    config = _nbgrader_config(course, db_url)
+    for name in names:
+        if any((course / "autograded").glob(f"*/{name}")):
+            _run_converter(GenerateFeedback, course, config, name, force=True)
+
+
+# ---------------------------------------------------------------- 2.-3. expect and execute
+
+
+def execute_one(sub: Submission, course: Path, runner: execute.Runner, expected: dict, work: Path) -> None:
+    src = course / "submitted" / sub.student / sub.assignment / f"{sub.assignment}.ipynb"
+    nb = nbformat.read(src, as_version=4)
+    result = runner.run(nb, work / uuid.uuid4().hex, expected)
+    sub.seconds = result.seconds
+    if result.status != "ok":
+        sub.status = result.status
+    sub.notes += result.notes
+    forged = sorted(gid for gid, v in result.verdicts.items() if v.forged)
+    if forged:
+        sub.notes.append(f"测试单元里出现了参考答案没有的评分记录（{', '.join(forged)}）：疑似伪造，已判 0 分")
+    from safety import CapOutputs
+
+    CapOutputs().preprocess(result.nb, {})
+    dest = course / "executed" / sub.student / sub.assignment / f"{sub.assignment}.ipynb"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(result.nb, dest)
+
+
+# ---------------------------------------------------------------- 4.-5. record and report
 
 
 def gradebook_scores(db_url: str, course_id: str, subs: list[Submission]):
@@ -228,7 +340,7 @@ def gradebook_scores(db_url: str, course_id: str, subs: list[Submission]):
         for name in {s.assignment for s in subs}:
             maxima[name] = gb.find_assignment(name).max_score
         for sub in subs:
-            if sub.status != "ok":
+            if sub.status in ("missing", "invalid"):
                 continue
             try:
                 nb = gb.find_submission_notebook(sub.assignment, sub.assignment, sub.student)
@@ -241,8 +353,11 @@ def gradebook_scores(db_url: str, course_id: str, subs: list[Submission]):
     return scores, maxima
 
 
-def summarize(subs: list[Submission], scores, maxima) -> str:
-    lines = ["# 评分汇总", ""]
+STATUS_ZH = {"missing": "没交", "invalid": "无效", "timeout": "超时", "killed": "被终止", "error": "出错"}
+
+
+def summarize(subs: list[Submission], scores, maxima, header: list[str]) -> str:
+    lines = ["# 评分汇总", "", *header, ""]
     for name in sorted(maxima):
         rows = [s for s in subs if s.assignment == name]
         totals = [scores[(s.student, name)][0] if (s.student, name) in scores else 0.0 for s in rows]
@@ -255,7 +370,7 @@ def summarize(subs: list[Submission], scores, maxima) -> str:
             buckets[min(4, int(5 * t / top)) if top else 0] += 1
         labels = ["0-20%", "20-40%", "40-60%", "60-80%", "80-100%"]
         lines.append("- 分布：" + "  ".join(f"{label} {'#' * n}{n}" for label, n in zip(labels, buckets)))
-        status = {k: sum(s.status == k for s in rows) for k in ("missing", "invalid", "timeout", "error")}
+        status = {k: sum(s.status == k for s in rows) for k in STATUS_ZH}
         if any(status.values()):
             lines.append("- 异常：" + "，".join(f"{k} {v}" for k, v in status.items() if v))
         failed: dict[str, int] = {}
@@ -269,8 +384,13 @@ def summarize(subs: list[Submission], scores, maxima) -> str:
     flagged = [s for s in subs if s.status != "ok" or s.notes]
     if flagged:
         lines.append("## 需要留意的提交")
+        lines.append("")
+        lines.append("| 学生 | 作业 | 状态 | 得分 | 发现了什么 |")
+        lines.append("|---|---|---|---:|---|")
         for s in flagged:
-            lines.append(f"- {s.student} / {s.assignment}：{s.status}；" + "；".join(s.notes))
+            got = scores.get((s.student, s.assignment), (0.0,))[0]
+            text = "；".join(s.notes).replace("|", "\\|").replace("\n", " ")
+            lines.append(f"| {s.student} | {s.assignment} | {s.status} | {got:g} | {text} |")
     return "\n".join(lines) + "\n"
 
 
@@ -290,52 +410,87 @@ def write_csvs(out: Path, subs: list[Submission], scores, maxima) -> None:
                 w.writerow([student, name, gid, f"{got:g}", f"{most:g}"])
 
 
-def grade(submissions: Path, out: Path, cell_timeout: int = 60, notebook_timeout: int = 900,
-          db_url: str | None = None, jobs: int = 1) -> list[Submission]:
+def grade(submissions: Path, out: Path, cell_timeout: int = 60, notebook_timeout: int = 600,
+          db_url: str | None = None, jobs: int | None = None, sandbox: bool = True,
+          limits=None) -> list[Submission]:
+    started = time.perf_counter()
+    if sandbox:
+        from sandbox import SandboxUnavailable, check_available, sweep_stale_cgroups
+
+        try:
+            check_available()
+        except SandboxUnavailable as exc:
+            raise SystemExit(f"无法启动评分沙箱，没有评分 / cannot start the grading sandbox, nothing graded:\n{exc}\n"
+                             "（在不支持的机器上可以显式加 --unsafe-no-sandbox：学生代码将不受隔离，报告里会写明）")
+        sweep_stale_cgroups()
+    log = logging.getLogger("traitlets")  # nbgrader's converters log there
+    if not log.handlers:
+        log.addHandler(logging.StreamHandler())
+    log.setLevel(logging.ERROR)
+    os.environ["PATH"] = nbgrader_env()["PATH"]  # nbgrader runs `alembic` from PATH: the venv's
+    # nbgrader's own gradebook code trips SQLAlchemy's autoflush warnings; they say nothing about the class
+    warnings.filterwarnings("ignore", module=r"nbgrader\.api")
+    jobs = jobs or max(1, min(2, os.cpu_count() or 1))
     submissions = submissions.resolve()
+    out = out.resolve()
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
     course = scratch_course(out / "course")
     db_url = db_url or f"sqlite:///{course / 'gradebook.db'}"
-    db_args = [f"--CourseDirectory.db_url={db_url}"]
     subs = collect(submissions, course_assignments(course))
     if not subs:
         raise SystemExit(f"no submissions found in {submissions}")
-    for name in sorted({s.assignment for s in subs}):
-        subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", name, "--force",
-                        "--log-level=WARN", *db_args], cwd=course, env=nbgrader_env(), check=True)
+    names = sorted({s.assignment for s in subs})
+    generate_assignments(course, names, db_url)
+    grading = out / "grading"   # trusted: package copies, expected records, working folders
+    runners, expected = {}, {}
+    for name in names:
         release = nbformat.read(course / "release" / name / f"{name}.ipynb", as_version=4)
+        source = nbformat.read(course / "source" / name / f"{name}.ipynb", as_version=4)
         for sub in subs:
             if sub.assignment == name:
-                prepare(sub, course, release)
-    # Create every student first: parallel nbgrader processes grading two notebooks of one student
-    # would otherwise both insert that student, and one of them fails on the unique key.
-    register_students(db_url, COURSE_ID, sorted({s.student for s in subs if s.status == "ok"}))
-    started = time.perf_counter()
-    run = lambda sub: autograde(sub, course, cell_timeout, notebook_timeout, db_args)  # noqa: E731
-    if jobs > 1:
-        if db_url.startswith("sqlite"):
-            raise SystemExit("--jobs > 1 needs a --db-url that takes several writers (PostgreSQL): SQLite takes one")
-        with ThreadPoolExecutor(jobs) as pool:
-            list(pool.map(run, subs))
-    else:
-        for sub in subs:
-            run(sub)
-    elapsed = time.perf_counter() - started
-    for name in sorted({s.assignment for s in subs}):
-        subprocess.run([sys.executable, "-m", "nbgrader", "generate_feedback", name, "--force",
-                        "--log-level=ERROR", *db_args], cwd=course, env=nbgrader_env(), capture_output=True)
+                prepare(sub, course, release, source)
+        runners[name] = execute.runner_for(name, grading, cell_timeout=cell_timeout,
+                                           notebook_timeout=notebook_timeout, sandbox=sandbox, limits=limits)
+    def reference(name: str):
+        try:
+            return execute.expected_for(name, course / "source", runners[name], grading)
+        except ValueError as exc:  # the instructor notebook itself fails: grade nothing of it, say why
+            return exc
+
+    with ThreadPoolExecutor(jobs) as pool:  # the reference runs, then every submission
+        for name, exp in zip(names, pool.map(reference, names)):
+            if isinstance(exp, ValueError):
+                print(f"cannot grade {name}: {exp}", file=sys.stderr)
+                for sub in subs:
+                    if sub.assignment == name and sub.status == "ok":
+                        sub.status = "error"
+                        sub.notes.append(f"参考答案在评分环境里运行失败，这份作业没有评分：{exp}")
+            else:
+                expected[name] = exp
+        todo = [s for s in subs if s.status == "ok"]
+        list(pool.map(lambda s: execute_one(s, course, runners[s.assignment], expected[s.assignment],
+                                            grading / "work"), todo))
+    executed_at = time.perf_counter()
+    if sandbox:
+        sweep_stale_cgroups()
+    record(course, names, db_url)
+    feedback(course, names, db_url)
     if (course / "feedback").is_dir():
         shutil.copytree(course / "feedback", out / "feedback")
     scores, maxima = gradebook_scores(db_url, COURSE_ID, subs)
     write_csvs(out, subs, scores, maxima)
-    report = summarize(subs, scores, maxima)
+    header = (["**沙箱：已启用**（每份 notebook 在独立的 bubblewrap 沙箱里运行，判分在沙箱外）。"] if sandbox else
+              ["**警告：没有沙箱（--unsafe-no-sandbox）**：学生代码在评分机器上不受隔离地运行；"
+               "判分仍在内核之外，但文件、进程和网络都没有隔离。"])
+    report = summarize(subs, scores, maxima, header)
     (out / "report.md").write_text(report, encoding="utf-8")
     print(report)
-    graded = sum(s.status in ("ok",) for s in subs)
-    print(f"autograded {graded} notebooks of {len(subs)} in {elapsed:.1f} s with {jobs} process(es); "
-          f"results in {out}/grades.csv")
+    graded = sum(s.status not in ("missing", "invalid") for s in subs)
+    print(f"graded {graded} notebooks of {len(subs)} in {time.perf_counter() - started:.1f} s "
+          f"(execution {executed_at - started:.1f} s, {jobs} at a time, sandbox {'on' if sandbox else 'OFF'}); "
+          f"results in {out}/grades.csv", file=sys.stderr)
     return subs
 
 
@@ -344,11 +499,15 @@ def main() -> None:
     parser.add_argument("submissions", type=Path)
     parser.add_argument("--out", type=Path, default=Path("grading-output"))
     parser.add_argument("--cell-timeout", type=int, default=60, help="seconds per cell")
-    parser.add_argument("--notebook-timeout", type=int, default=900, help="seconds per notebook")
-    parser.add_argument("--db-url", default=None, help="gradebook URL (default: SQLite in the output folder)")
-    parser.add_argument("--jobs", type=int, default=1, help="parallel autograde processes (PostgreSQL only)")
+    parser.add_argument("--notebook-timeout", type=int, default=600, help="seconds per notebook")
+    parser.add_argument("--db-url", default=os.environ.get("AGENTRL_DB_URL"),
+                        help="gradebook URL (default: SQLite in the output folder; or set AGENTRL_DB_URL)")
+    parser.add_argument("--jobs", type=int, default=None, help="notebooks executed at a time (default: 2)")
+    parser.add_argument("--unsafe-no-sandbox", action="store_true",
+                        help="run student code without the sandbox (machines without namespaces); say so in the report")
     args = parser.parse_args()
-    grade(args.submissions, args.out, args.cell_timeout, args.notebook_timeout, args.db_url, args.jobs)
+    grade(args.submissions, args.out, args.cell_timeout, args.notebook_timeout, args.db_url, args.jobs,
+          sandbox=not args.unsafe_no_sandbox)
 
 
 if __name__ == "__main__":

@@ -9,10 +9,10 @@ from blanks import FillInTheBlanks  # noqa: E402
 from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (  # noqa: E402
     AssignLatePenalties, CheckCellMetadata, ClearHiddenTests, ClearMarkScheme, ClearOutput, ComputeChecksums,
-    DeduplicateIds, Execute, IgnorePattern, IncludeHeaderFooter, InstantiateTests, LimitOutput, LockCells,
+    DeduplicateIds, IgnorePattern, IncludeHeaderFooter, InstantiateTests, LockCells,
     OverwriteCells, OverwriteKernelspec, SaveAutoGrades, SaveCells,
 )
-from safety import CapOutputs, FreshTestCode, SkipDemoCells, StderrIsNotAFailure  # noqa: E402
+from safety import CapOutputs, SandboxedExecute, SkipDemoCells  # noqa: E402
 
 c = get_config()  # noqa: F821
 c.CourseDirectory.root = HERE
@@ -26,14 +26,15 @@ c.GenerateAssignment.preprocessors = [
     ComputeChecksums, CheckCellMetadata,
 ]
 
-# nbgrader's autograde lists with the course's safety steps added (see safety.py).
+# nbgrader's autograde lists with the course's steps (safety.py): `nbgrader autograde` run in this
+# folder executes each notebook in the grading sandbox and judges its test cells outside the kernel,
+# as `make grade` does (which also runs notebooks in parallel and repairs their structure first).
 c.Autograde.sanitize_preprocessors = [
-    ClearOutput, DeduplicateIds, OverwriteKernelspec, OverwriteCells, CheckCellMetadata, FreshTestCode,
-    SkipDemoCells,
+    ClearOutput, DeduplicateIds, OverwriteKernelspec, OverwriteCells, CheckCellMetadata, SkipDemoCells,
 ]
 c.Autograde.autograde_preprocessors = [
-    Execute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput, StderrIsNotAFailure, CapOutputs,
+    SandboxedExecute, IgnorePattern, ClearMetadataPreprocessor, CapOutputs,
     SaveAutoGrades, AssignLatePenalties, CheckCellMetadata,
 ]
 
-c.Execute.timeout = 120  # seconds per cell when autograding (make grade sets its own)
+c.SandboxedExecute.timeout = 60  # seconds per cell when autograding

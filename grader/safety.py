@@ -1,73 +1,102 @@
-"""nbgrader preprocessors that make autograding robust to what real submissions do.
+"""nbgrader preprocessors that make autograding hold against what real (and hostile) submissions do.
 
-FreshTestCode (before execution): every test cell starts by dropping agentrl_ref from
-    sys.modules and importing run_test again, so a student cell that replaced
-    agentrl_ref.checks (or the name run_test) cannot make a visible test pass.
-StderrIsNotAFailure (after execution): nbgrader scores a test cell 0 when anything
-    reached stderr, so a torch or matplotlib warning raised while testing a correct
-    answer would cost full points. The stream is kept, relabelled as stdout.
-CapOutputs (after execution): one print of 50 MB must not end up in the gradebook
-    and in every feedback page.
-SkipDemoCells (before execution): cells tagged `demo` (timing plots, comparison tables)
-    teach but grade nothing; skipping them keeps a class's autograde fast.
+SkipDemoCells (before execution): cells tagged `demo` (timing plots, comparison tables, the setup
+    cell) teach but grade nothing; they are not run while grading. A test or answer cell is never
+    skipped, whatever its tags say.
+SandboxedExecute (the execution step of `nbgrader autograde` in this course): runs the notebook in
+    the grading sandbox (grader/execute.py) and decides every test cell's verdict outside the kernel
+    (grader/verdict.py) against the reference notebook's records, computed once and cached.
+CapOutputs (after execution): every output of every MIME type is capped (text, images, HTML, JSON),
+    and so is the whole notebook, so one print of 50 MB or a 40 MB image ends up neither in the
+    gradebook nor in every feedback page.
+
+`make grade` (grader/grade.py) runs the same steps, with notebooks executed in parallel.
 """
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Integer
-
-FRESH_PRELUDE = (
-    "import sys as _grader_sys; [_grader_sys.modules.pop(_m) for _m in list(_grader_sys.modules) "
-    "if _m.split('.')[0] == 'agentrl_ref']; from agentrl_ref.checks import run_test  "
-    "# added by the grader: fresh test code\n"
-)
-
-
-def _is_test_cell(cell) -> bool:
-    meta = cell.metadata.get("nbgrader", {})
-    return cell.cell_type == "code" and bool(meta.get("grade")) and not meta.get("solution")
-
 
 DEMO_TAG = "demo"
 
 
+def _graded_or_answer(cell) -> bool:
+    meta = cell.metadata.get("nbgrader", {})
+    return bool(meta.get("grade") or meta.get("solution"))
+
+
 class SkipDemoCells(NbGraderPreprocessor):
     def preprocess_cell(self, cell, resources, index):
-        if cell.cell_type == "code" and DEMO_TAG in cell.metadata.get("tags", []):
+        if cell.cell_type == "code" and DEMO_TAG in cell.metadata.get("tags", []) and not _graded_or_answer(cell):
             cell.source = "# (demo cell: not run while grading)"
-        return cell, resources
-
-
-class FreshTestCode(NbGraderPreprocessor):
-    def preprocess_cell(self, cell, resources, index):
-        if _is_test_cell(cell) and not cell.source.startswith(FRESH_PRELUDE):
-            cell.source = FRESH_PRELUDE + cell.source
-        return cell, resources
-
-
-class StderrIsNotAFailure(NbGraderPreprocessor):
-    def preprocess_cell(self, cell, resources, index):
-        if _is_test_cell(cell):
-            for output in cell.get("outputs", []):
-                if output.output_type == "stream" and output.name == "stderr":
-                    output.name = "stdout"
-                    output.text = "[stderr] " + output.text
         return cell, resources
 
 
 class CapOutputs(NbGraderPreprocessor):
     max_chars = Integer(20_000, help="longest text kept per output").tag(config=True)
+    max_rich_bytes = Integer(300_000, help="largest image / HTML / JSON output kept").tag(config=True)
+    max_notebook_bytes = Integer(3_000_000, help="all outputs of the notebook together").tag(config=True)
 
     def _cap(self, text: str) -> str:
         if len(text) <= self.max_chars:
             return text
         return text[: self.max_chars] + f"\n… [输出过长：共 {len(text)} 个字符，只保留前 {self.max_chars} 个]\n"
 
+    def preprocess(self, nb, resources):
+        self._total = 0
+        return super().preprocess(nb, resources)
+
     def preprocess_cell(self, cell, resources, index):
+        kept = []
         for output in cell.get("outputs", []):
             if output.output_type == "stream":
                 output.text = self._cap(output.text)
-            for key, value in output.get("data", {}).items():
-                if key.startswith("text/") and isinstance(value, str):
+            elif output.output_type == "error":
+                output.evalue = self._cap(str(output.get("evalue", "")))
+                output.traceback = [self._cap(line) for line in output.get("traceback", [])[:50]]
+            for key, value in list(output.get("data", {}).items()):
+                size = len(value) if isinstance(value, str) else len(json.dumps(value))
+                if key.startswith("text/plain") and isinstance(value, str):
                     output.data[key] = self._cap(value)
+                elif size > self.max_rich_bytes:
+                    del output.data[key]
+                    output.data.setdefault("text/plain", f"[{key} 输出过大（{size} 字节），评分时没有保留]")
+            size = len(json.dumps(output))
+            if self._total + size > self.max_notebook_bytes:
+                kept.append(nbformat.v4.new_output(
+                    "stream", name="stdout", text="[整本 notebook 的输出过大，这之后的输出没有保留]\n"))
+                self._total = self.max_notebook_bytes
+                break
+            self._total += size
+            kept.append(output)
+        if cell.cell_type == "code":
+            cell.outputs = kept
         return cell, resources
+
+
+class SandboxedExecute(NbGraderPreprocessor):
+    """`nbgrader autograde`'s execution step for this course: sandboxed kernel + trusted verdict.
+
+    The reference records of an assignment come from running its instructor notebook the same way
+    (cached in <course>/.grading/expected/, keyed by what they depend on)."""
+
+    timeout = Integer(60, help="seconds per cell").tag(config=True)
+    notebook_timeout = Integer(600, help="seconds per notebook").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        import execute
+
+        course = Path(resources["nbgrader"].get("course_root") or Path.cwd())
+        assignment = resources["nbgrader"]["assignment"]
+        grading = course / ".grading"
+        runner = execute.runner_for(assignment, grading, cell_timeout=self.timeout,
+                                    notebook_timeout=self.notebook_timeout)
+        expected = execute.expected_for(assignment, course / "source", runner, grading)
+        workdir = grading / "work" / f"{resources['nbgrader']['student']}-{assignment}"
+        result = runner.run(nb, workdir, expected)
+        resources.setdefault("agentrl", {})["result"] = result
+        return result.nb, resources

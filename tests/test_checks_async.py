@@ -94,7 +94,7 @@ def test_sync_path_unchanged_inside_a_loop(capsys):
         assert check("format_reward", {"format_reward": checks_format_reward()}) is None
 
     asyncio.run(notebook_cell())
-    assert "3/3 项通过" in capsys.readouterr().out
+    assert "4/4 项通过" in capsys.readouterr().out
 
 
 def checks_format_reward():
@@ -153,7 +153,7 @@ def visible_results(cls) -> dict[str, bool]:
     async def run_all():
         results = {}
         for test in [t for t in _REGISTRY.values() if t.test_id.startswith(EX + ".")]:
-            ok, _ = await checks._run_one_async(test, [cls])
+            ok, _, _ = await checks._run_one_async(test, [cls])
             results[test.test_id.split(".")[1]] = ok
         leftover = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
         assert not leftover, f"a visible test left tasks behind: {leftover}"

@@ -1,16 +1,18 @@
-"""nbgrader end to end on real files: release, submit, autograde, feedback, export.
+"""Real grading of real submissions, end to end: `make grade`'s pipeline (sandboxed kernels, trusted
+verdicts, nbgrader's gradebook and feedback) on one class holding, for every assignment, the reference
+answer, the untouched student notebook, the untouched web page notebook (what the site offers for
+download), and every realistic wrong answer of tests/mutations/.
 
-The reference answer scores full marks, the untouched release scores 0, and every
-realistic wrong answer loses points on the test cell written to catch it.
+The reference scores full marks, both untouched notebooks score 0, and every wrong answer loses points
+on the test cell written to catch it (the mutation table is printed at the end of the run).
 """
 import csv
 
+import nbformat
 import pytest
 
-from course import ASSIGNMENTS, filled, mutated_fills, mutations, reference_fills, student_notebook
-from grading import cell_scores, nbgrader, scratch_course, submit
-
-import nbformat
+from course import ASSIGNMENTS, ROOT, filled, mutated_fills, mutations, reference_fills, student_notebook
+from grade import grade
 
 MUTATION_TABLE: list[str] = []  # printed at the end of the run by conftest.pytest_terminal_summary
 
@@ -19,42 +21,59 @@ def _slug(text: str) -> str:
     return "".join(ch if ch.isalnum() else "-" for ch in text.lower()).strip("-")[:40]
 
 
-@pytest.fixture(scope="module", params=ASSIGNMENTS)
-def graded(request, tmp_path_factory):
-    """One scratch course per assignment with every submission autograded; yields (name, course, scores)."""
-    name = request.param
-    course = scratch_course(tmp_path_factory.mktemp(name))
-    nbgrader(course, "generate_assignment", name, "--force")
-    submit(course, name, "reference", filled(name, reference_fills(name)))
-    submit(course, name, "untouched", nbformat.writes(student_notebook(name)))
-    for label, (changes, _) in mutations(name).items():
-        submit(course, name, "mut-" + _slug(label), filled(name, mutated_fills(name, changes)))
-    nbgrader(course, "autograde", name, "--force")
-    nbgrader(course, "generate_feedback", name, "--force")
-    nbgrader(course, "export")
-    yield name, course, cell_scores(course, name)
+@pytest.fixture(scope="session")
+def graded_class(tmp_path_factory):
+    """Every assignment's submissions, graded once; yields (out folder, {(student, assignment): {grade_id: (score, max)}})."""
+    root = tmp_path_factory.mktemp("class")
+
+    def submit(student: str, assignment: str, text: str) -> None:
+        path = root / student / assignment / f"{assignment}.ipynb"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+    for name in ASSIGNMENTS:
+        submit("reference", name, filled(name, reference_fills(name)))
+        submit("untouched", name, nbformat.writes(student_notebook(name)))
+        submit("web-page", name, (ROOT / "book" / f"{name}.ipynb").read_text(encoding="utf-8"))
+        for label, (changes, _) in mutations(name).items():
+            submit("mut-" + _slug(label), name, filled(name, mutated_fills(name, changes)))
+    out = tmp_path_factory.mktemp("graded") / "out"
+    subs = grade(root, out, cell_timeout=60, notebook_timeout=300)
+    cells: dict = {}
+    with open(out / "cells.csv", encoding="utf-8", newline="") as f:
+        for row in csv.DictReader(f):
+            cells.setdefault((row["student_id"], row["assignment"]), {})[row["grade_id"]] = (
+                float(row["score"]), float(row["max_score"]))
+    return out, cells, {(s.student, s.assignment): s for s in subs}
 
 
-def test_reference_scores_full_marks(graded):
-    name, _, scores = graded
-    ref = scores["reference"]
+@pytest.mark.parametrize("name", ASSIGNMENTS)
+def test_reference_scores_full_marks(graded_class, name):
+    _, cells, subs = graded_class
+    ref = cells[("reference", name)]
     assert ref, "no test cells graded"
     lost = {cell: s for cell, s in ref.items() if s[0] != s[1]}
-    assert not lost, f"the reference answer loses points in {name}: {lost}"
+    assert not lost, f"the reference answer loses points in {name}: {lost}; {subs[('reference', name)].notes}"
+    assert subs[("reference", name)].status == "ok"
 
 
-def test_untouched_release_scores_zero(graded):
-    _, _, scores = graded
-    assert sum(score for score, _ in scores["untouched"].values()) == 0
+@pytest.mark.parametrize("student", ["untouched", "web-page"])
+@pytest.mark.parametrize("name", ASSIGNMENTS)
+def test_untouched_notebooks_score_zero(graded_class, name, student):
+    """The student notebook as released, and the site's own page notebook handed in as it was downloaded."""
+    _, cells, _ = graded_class
+    got = cells[(student, name)]
+    assert got and sum(score for score, _ in got.values()) == 0, got
 
 
-def test_each_mutation_loses_points_on_its_test(graded):
-    name, _, scores = graded
+@pytest.mark.parametrize("name", ASSIGNMENTS)
+def test_each_mutation_loses_points_on_its_test(graded_class, name):
+    _, cells, _ = graded_class
     cases = mutations(name)
     assert len(cases) >= 3, f"{name} needs at least three realistic wrong answers"
     rows = []
     for label, (_, target) in cases.items():
-        got = scores["mut-" + _slug(label)]
+        got = cells[("mut-" + _slug(label), name)]
         score, max_score = got[target]
         total = sum(s for s, _ in got.values()), sum(m for _, m in got.values())
         verdict = "caught" if score < max_score else "MISSED"
@@ -65,12 +84,10 @@ def test_each_mutation_loses_points_on_its_test(graded):
     assert not missed, "mutations that lose no points on their test:\n" + "\n".join(missed)
 
 
-def test_feedback_and_csv_export(graded):
-    name, course, scores = graded
-    for student in scores:
-        assert (course / "feedback" / student / name / f"{name}.html").is_file()
-    with open(course / "grades.csv", newline="", encoding="utf-8") as f:
-        rows = [r for r in csv.DictReader(f) if r["assignment"] == name]
-    by_student = {r["student_id"]: float(r["score"]) for r in rows}
-    assert by_student["reference"] == float(rows[0]["max_score"]) > 0
-    assert by_student["untouched"] == 0
+@pytest.mark.parametrize("name", ASSIGNMENTS)
+def test_feedback_for_every_graded_notebook(graded_class, name):
+    out, cells, _ = graded_class
+    for student, assignment in cells:
+        if assignment == name:
+            page = out / "feedback" / student / name / f"{name}.html"
+            assert page.is_file(), page

@@ -15,6 +15,11 @@ it: `await run_test(...)`, `await check(...)` (top-level await). Outside a runni
 pytest) they run it to completion with asyncio.run. Synchronous tests behave exactly as before.
 
 Hidden tests are not here (this package is public): they live only in the instructor notebooks.
+
+Grading does not trust what a cell shows (the student's kernel controls that). A visible test
+returns what it observed (the raw outputs of the student's code it checked); run_test records it
+with probe() (probes.py), and hidden tests record their own observations; the grader compares the
+records with the reference notebook's outside the kernel (grader/verdict.py).
 """
 from __future__ import annotations
 
@@ -25,6 +30,8 @@ import traceback
 from dataclasses import dataclass
 from importlib import import_module
 from typing import Any, Callable
+
+from agentrl_ref.checks.probes import probe, probe_async, probe_calls  # noqa: F401  (test cells import them here)
 
 BLANK = "_____"
 EXERCISES = ("ex1_format_reward", "ex2_verifiable_reward", "ex3_loss_mask",
@@ -91,12 +98,13 @@ def _failure(exc: Exception) -> str:
     return _unfilled_blank(exc) or f"运行时抛出 {type(exc).__name__}: {exc}"
 
 
-def _run_one(test: VisibleTest, objects: list[Any]) -> tuple[bool, str]:
+def _run_one(test: VisibleTest, objects: list[Any]) -> tuple[bool, str, Any]:
+    """(passed, failure message, what the test observed: the raw outputs of the student's code it checked)."""
     try:
-        test.func(*objects)
+        observed = test.func(*objects)
     except Exception as exc:
-        return False, _failure(exc)
-    return True, ""
+        return False, _failure(exc), None
+    return True, "", observed
 
 
 def _report(test: VisibleTest, ok: bool, message: str) -> str:
@@ -109,13 +117,13 @@ def _is_async(test: VisibleTest) -> bool:
     return inspect.iscoroutinefunction(test.func)
 
 
-async def _run_one_async(test: VisibleTest, objects: list[Any]) -> tuple[bool, str]:
+async def _run_one_async(test: VisibleTest, objects: list[Any]) -> tuple[bool, str, Any]:
     """_run_one for a coroutine test function (same messages)."""
     try:
-        await test.func(*objects)
+        observed = await test.func(*objects)
     except Exception as exc:
-        return False, _failure(exc)
-    return True, ""
+        return False, _failure(exc), None
+    return True, "", observed
 
 
 def _run_or_hand_back(coro):
@@ -127,11 +135,16 @@ def _run_or_hand_back(coro):
     return coro
 
 
-async def _run_test_async(test: VisibleTest, objects: list[Any]) -> None:
-    ok, message = await _run_one_async(test, objects)
+def _finish(test: VisibleTest, ok: bool, message: str, observed: Any) -> None:
+    """run_test's ending: the report; the observations as a grading record; CheckFailure if it failed."""
     print(_report(test, ok, message))
     if not ok:
         raise CheckFailure(f"{test.title}: {message}")
+    probe(f"visible:{test.test_id}", observed)
+
+
+async def _run_test_async(test: VisibleTest, objects: list[Any]) -> None:
+    _finish(test, *await _run_one_async(test, objects))
 
 
 def run_test(test_id: str, *objects: Any):
@@ -142,10 +155,7 @@ def run_test(test_id: str, *objects: Any):
     test = _REGISTRY[test_id]
     if _is_async(test):
         return _run_or_hand_back(_run_test_async(test, list(objects)))
-    ok, message = _run_one(test, list(objects))
-    print(_report(test, ok, message))
-    if not ok:
-        raise CheckFailure(f"{test.title}: {message}")
+    _finish(test, *_run_one(test, list(objects)))
 
 
 def _not_defined_yet(tests: list[VisibleTest], namespace: dict[str, Any]) -> bool:
@@ -167,7 +177,7 @@ async def _check_async(tests: list[VisibleTest], namespace: dict[str, Any]) -> N
     passed = 0
     for test in tests:
         objects = [namespace[name] for name in test.needs]
-        ok, message = await _run_one_async(test, objects) if _is_async(test) else _run_one(test, objects)
+        ok, message, _ = await _run_one_async(test, objects) if _is_async(test) else _run_one(test, objects)
         print(_report(test, ok, message))
         passed += ok
     _print_summary(passed, len(tests))
@@ -189,7 +199,7 @@ def check(part: str, namespace: dict[str, Any] | None = None):
         return
     passed = 0
     for test in tests:
-        ok, message = _run_one(test, [namespace[name] for name in test.needs])
+        ok, message, _ = _run_one(test, [namespace[name] for name in test.needs])
         print(_report(test, ok, message))
         passed += ok
     _print_summary(passed, len(tests))

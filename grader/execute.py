@@ -1,0 +1,267 @@
+"""Execute one notebook for grading: in a sandbox, with limits, the verdict decided outside the kernel.
+
+    package = grading_package(assignment, dest)       # agentrl_ref without the answers (GIVEN_MODULES)
+    runner = Runner(package, cell_timeout=60, notebook_timeout=600)   # sandbox=False: --unsafe-no-sandbox
+    result = runner.run(nb, workdir)                   # executed notebook + what happened (status, notes)
+
+Trusted code: it runs in the grader's process. The kernel runs the student's code in a bubblewrap
+sandbox (grader/sandbox.py) that sees only the notebook's empty working folder and a copy of the course
+package holding no reference answer for this assignment. While it runs, outputs are capped as they
+arrive (one print of 10 GB must not reach the grader's memory); after it, test cells get their verdict
+from grader/verdict.py (expected records never enter the sandbox) and every output is capped again.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+from jupyter_client import AsyncKernelManager
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbgrader.preprocessors import Execute
+from traitlets import Integer
+
+from agentrl_ref.checks.probes import GRADING_ENV
+
+import verdict as verdicts
+
+PACKAGE = Path(__file__).resolve().parents[1] / "agentrl_ref"
+
+# What of agentrl_ref an assignment's grading kernel may import, besides agentrl_ref/__init__.py and
+# agentrl_ref/checks/ (the visible tests and probes). Never the assignment's own answer: no component
+# module it asks for, nothing that contains a copy of it (teaching/cloze_snippets.json holds every
+# answer, agent/loss.py is exercise 7's). What an assignment is given as input may be there (exercise 5
+# combines exercise 1's and 2's rewards; exercise 7 trains with all six components).
+SIX = ["format_reward.py", "verifiable_reward.py", "loss_mask.py", "rollout_buffer.py", "composite_reward.py",
+       "token_credit.py"]
+CHAT = ["teaching/__init__.py", "teaching/chat_template.py", "teaching/mask_plots.py", "teaching/md_table.py"]
+GIVEN_MODULES: dict[str, list[str]] = {
+    "ex1_format_reward": [],
+    "ex2_verifiable_reward": [],
+    "ex3_loss_mask": CHAT,   # the tokenizer and the real conversation the visible test masks
+    "ex4_async_rollout": [],
+    "ex5_composite_reward": ["format_reward.py", "verifiable_reward.py"],
+    "ex6_token_credit": [],
+    "ex7_agent_grpo": SIX + CHAT + ["agent/*.py", "!agent/loss.py"],
+}
+NEVER = {"teaching/cloze_snippets.json"}
+
+
+def grading_package(assignment: str, dest: Path, package: Path = PACKAGE) -> Path:
+    """dest/agentrl_ref: __init__.py, checks/ and the assignment's GIVEN_MODULES; return dest."""
+    wanted = GIVEN_MODULES.get(assignment, [])
+    include = [p for p in wanted if not p.startswith("!")]
+    exclude = {p[1:] for p in wanted if p.startswith("!")} | NEVER
+    files = {"__init__.py"} | {str(p.relative_to(package)) for p in (package / "checks").rglob("*.py")}
+    for pattern in include:
+        files |= {str(p.relative_to(package)) for p in package.glob(pattern)}
+    files -= {f for pattern in exclude for f in (str(p.relative_to(package)) for p in package.glob(pattern))}
+    root = dest / "agentrl_ref"
+    if root.exists():
+        shutil.rmtree(root)
+    for rel in sorted(files):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(package / rel, root / rel)
+    for folder in {(root / rel).parent for rel in files}:  # every sub-package is a package
+        (folder / "__init__.py").touch(exist_ok=True)
+    return dest
+
+
+def for_grading(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """What any notebook looks like before a grading run: no outputs, demo cells emptied (safety.SkipDemoCells)."""
+    from safety import SkipDemoCells
+
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    SkipDemoCells().preprocess(nb, {})
+    return nb
+
+
+def _digest(*parts: bytes) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(hashlib.sha256(part).digest())
+    return h.hexdigest()[:16]
+
+
+_RUNNERS: dict[tuple, "Runner"] = {}
+_RUNNERS_LOCK = threading.Lock()
+
+
+def runner_for(assignment: str, grading: Path, *, cell_timeout: int = 60, notebook_timeout: int = 600,
+               sandbox: bool = True, limits=None) -> "Runner":
+    """The Runner of an assignment, with its package copy in grading/packages/<assignment> (one per process)."""
+    key = (assignment, str(grading), cell_timeout, notebook_timeout, sandbox, limits)
+    with _RUNNERS_LOCK:
+        if key not in _RUNNERS:
+            package = grading_package(assignment, grading / "packages" / assignment)
+            _RUNNERS[key] = Runner(package, cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
+                                   sandbox=sandbox, limits=limits)
+        return _RUNNERS[key]
+
+
+def expected_for(assignment: str, source: Path, runner: "Runner", grading: Path) -> dict:
+    """grade_id -> records of the assignment's instructor notebook run like a submission (cached on disk,
+    keyed by the notebook and the package copy it ran with). ValueError if the reference itself fails."""
+    path = source / assignment / f"{assignment}.ipynb"
+    files = sorted(p for p in runner.package_root.rglob("*") if p.is_file())
+    key = _digest(path.read_bytes(), *(str(p.relative_to(runner.package_root)).encode() + p.read_bytes()
+                                       for p in files))
+    cache = grading / "expected" / f"{assignment}-{key}.json"
+    if cache.is_file():
+        return {gid: [tuple(r) for r in recs] for gid, recs in json.loads(cache.read_text("utf-8")).items()}
+    nb = for_grading(nbformat.read(path, as_version=4))
+    result = runner.run(nb, grading / "work" / f"reference-{assignment}-{key}")
+    expected = verdicts.expected_records(result.nb)
+    errors = [f"{verdicts.grade_id(c)}: {verdicts._error_summary(c)}" for c in result.nb.cells
+              if verdicts.is_test_cell(c) and verdicts._error_summary(c)]
+    if result.status != "ok" or errors:
+        raise ValueError(f"{assignment}: the instructor notebook fails in the grading sandbox "
+                         f"({result.status}; {'; '.join(errors + result.notes)[:500]})")
+    verdicts.check_reference(expected, assignment)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps(expected, ensure_ascii=False), "utf-8")
+    return expected
+
+
+class GuardedExecute(Execute):
+    """nbgrader's Execute, with outputs capped while they arrive (per cell and per notebook)."""
+
+    max_cell_bytes = Integer(1_000_000, help="output kept per cell").tag(config=True)
+    max_notebook_bytes = Integer(5_000_000, help="output kept per notebook").tag(config=True)
+
+    def preprocess(self, nb, resources=None, km=None):
+        self._cell_bytes: dict[int, int] = {}
+        self._total = 0
+        self.truncated: set[int] = set()
+        return super().preprocess(nb, resources, km=km)
+
+    def output(self, outs, msg, display_id, cell_index):
+        content = msg.get("content", {})
+        size = len(content.get("text", "")) + sum(len(v) if isinstance(v, str) else len(json.dumps(v))
+                                                  for v in content.get("data", {}).values())
+        used = self._cell_bytes.get(cell_index, 0)
+        if used + size > self.max_cell_bytes or self._total + size > self.max_notebook_bytes:
+            self.truncated.add(cell_index)
+            return None
+        self._cell_bytes[cell_index] = used + size
+        self._total += size
+        return super().output(outs, msg, display_id, cell_index)
+
+
+@dataclass
+class RunResult:
+    nb: nbformat.NotebookNode
+    status: str = "ok"                  # ok | timeout | killed
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    verdicts: dict[str, verdicts.Verdict] = field(default_factory=dict)
+
+
+class Runner:
+    """Executes notebooks for one assignment: sandboxed (default) or, explicitly, not."""
+
+    def __init__(self, package_root: Path, *, cell_timeout: int = 60, notebook_timeout: int = 600,
+                 sandbox: bool = True, limits=None):
+        self.package_root = Path(package_root)
+        self.cell_timeout = cell_timeout
+        self.notebook_timeout = notebook_timeout
+        self.sandbox = None
+        if sandbox:
+            from sandbox import Sandbox, SandboxLimits
+
+            self.sandbox = Sandbox(self.package_root, limits or SandboxLimits(), extra_env={GRADING_ENV: "1"})
+
+    def _executor(self) -> GuardedExecute:
+        return GuardedExecute(timeout=self.cell_timeout, interrupt_on_timeout=True, kernel_name="python3",
+                              shutdown_kernel="immediate")
+
+    def run(self, nb: nbformat.NotebookNode, workdir: Path, expected=None) -> RunResult:
+        """Execute nb (in place) with workdir as the kernel's folder; judge its test cells if expected is given."""
+        started = time.perf_counter()
+        result = RunResult(nb)
+        workdir.mkdir(parents=True, exist_ok=True)
+        executor = self._executor()
+        resources = {"metadata": {"path": str(workdir)}}
+        try:
+            if self.sandbox is not None:
+                with self.sandbox.session(workdir, wall_seconds=self.notebook_timeout) as session:
+                    self._execute(executor, nb, resources, session.kernel_manager(), result)
+                cause = session.report.cause_zh()
+                if session.report.wall_limit_hit:
+                    result.status = "timeout"
+                    result.notes.append(self._timeout_note())
+                elif cause:
+                    result.status = "killed"
+                    result.notes.append(f"{cause}：没跑完的测试记 0 分")
+                if session.report.leftover_processes_killed:
+                    result.notes.append(f"运行结束时还有 {session.report.leftover_processes_killed} 个进程没退出，"
+                                        "已全部终止")
+            else:
+                self._execute_unsafe(executor, nb, resources, result)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)  # files the notebook wrote stay nowhere
+        if executor.truncated:
+            result.notes.append(f"输出过大，已截断（{len(executor.truncated)} 个单元）")
+            for index in executor.truncated:
+                nb.cells[index].setdefault("outputs", []).append(nbformat.v4.new_output(
+                    "stream", name="stdout", text="\n… [输出过大，之后的输出没有保留]\n"))
+        if expected is not None:
+            judge = verdicts.TrustedVerdict(expected=expected)
+            judge.preprocess(nb, {})
+            result.verdicts = judge.verdicts
+        result.seconds = time.perf_counter() - started
+        return result
+
+    def _timeout_note(self) -> str:
+        return f"整本运行超过 {self.notebook_timeout} 秒（可能有死循环），被终止：没跑完的测试记 0 分"
+
+    def _execute(self, executor, nb, resources, km, result: RunResult) -> None:
+        try:
+            executor.preprocess(nb, resources, km=km)
+        except DeadKernelError:
+            result.status = "killed"  # the session report (read after the session ends) names the cause
+        except CellTimeoutError:
+            result.status = "timeout"
+
+    def _execute_unsafe(self, executor, nb, resources, result: RunResult) -> None:
+        """--unsafe-no-sandbox: a plain kernel with the package copy first on its path; a watchdog
+        stops a notebook that runs too long. Nothing else is isolated."""
+        import threading
+
+        km = _PlainKernelManager(kernel_name="python3")
+        km.grading_env = {**os.environ, GRADING_ENV: "1", "PYTHONPATH": str(self.package_root)}
+        timer = threading.Timer(self.notebook_timeout, km.kill_now)
+        timer.daemon = True
+        timer.start()
+        try:
+            self._execute(executor, nb, resources, km, result)
+        finally:
+            timer.cancel()
+        if timer.finished.is_set() and km.killed_by_watchdog:
+            result.status = "timeout"
+            result.notes.append(self._timeout_note())
+
+
+class _PlainKernelManager(AsyncKernelManager):
+    """An unsandboxed kernel with the grading environment (for --unsafe-no-sandbox only)."""
+
+    grading_env: dict = {}
+    killed_by_watchdog = False
+
+    async def _async_launch_kernel(self, kernel_cmd, **kw):
+        kw["env"] = {k: v for k, v in self.grading_env.items() if k != "JPY_PARENT_PID"}
+        return await super()._async_launch_kernel(kernel_cmd, **kw)
+
+    def kill_now(self):
+        process = getattr(self.provisioner, "process", None) if self.provisioner else None
+        if process is not None and process.poll() is None:
+            self.killed_by_watchdog = True
+            process.kill()

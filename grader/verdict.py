@@ -1,0 +1,244 @@
+"""The verdict of every test cell, decided outside the student's kernel.
+
+A graded test cell records raw outputs of the student's code (agentrl_ref.checks.probes: the visible
+test's observations through run_test, and the hidden tests' probes). Here, in the grader's own
+process, those records are compared with the records the reference notebook (the instructor source,
+run the same way) left in the same cell. The expected values never enter the sandbox, and nothing the
+kernel shows decides the grade: a hook that hides an error, a value whose == is always True, a patched
+torch.allclose or a replaced run_test changes what the cell shows, not the records it would need.
+
+TrustedVerdict (an nbgrader preprocessor, run after execution) rewrites each test cell's outputs:
+what the student's code printed stays (capped, stderr relabelled), its errors and records go, and the
+verdict is appended — nothing on a pass, an error output naming what went wrong on a failure — so
+nbgrader's own scoring (an error output means 0) gives exactly the verdict.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import nbformat
+from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets import Dict
+
+from agentrl_ref.checks.probes import MIME
+
+VISIBLE = "visible:"  # records written by run_test start with this; hidden probes never do
+REL_TOL, ABS_TOL = 1e-5, 1e-7  # floats: what float32 arithmetic in another order still meets
+
+
+def is_test_cell(cell) -> bool:
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return cell.get("cell_type") == "code" and bool(meta.get("grade")) and not meta.get("solution")
+
+
+def grade_id(cell) -> str | None:
+    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+
+
+def records(cell) -> list[tuple[str, Any]]:
+    """The (name, value) records among a cell's outputs, in order; a malformed one is ("<malformed>", None)."""
+    found = []
+    for output in cell.get("outputs", []):
+        data = output.get("data", {}) if output.get("output_type") in ("display_data", "execute_result") else {}
+        if MIME not in data:
+            continue
+        record = data[MIME]
+        if isinstance(record, dict) and isinstance(record.get("name"), str) and "value" in record:
+            found.append((record["name"], record["value"]))
+        else:
+            found.append(("<malformed>", None))
+    return found
+
+
+def expected_records(reference: nbformat.NotebookNode) -> dict[str, list[tuple[str, Any]]]:
+    """grade_id -> the records the reference notebook's run left in that test cell."""
+    return {grade_id(cell): records(cell) for cell in reference.cells if is_test_cell(cell)}
+
+
+def check_reference(expected: dict[str, list[tuple[str, Any]]], assignment: str) -> None:
+    """Every test cell of the reference run must have recorded something hidden, or it could not be judged."""
+    for gid, recs in expected.items():
+        if not recs:
+            raise ValueError(f"{assignment}: test cell {gid} recorded nothing in the reference run "
+                             "(does it run without errors? does it call probe()?)")
+        if all(name.startswith(VISIBLE) for name, _ in recs):
+            raise ValueError(f"{assignment}: test cell {gid} records only visible tests, whose answers are "
+                             "public; add a hidden probe so the cell cannot be passed by reproducing them")
+        names = [name for name, _ in recs]
+        if len(set(names)) != len(names):
+            raise ValueError(f"{assignment}: test cell {gid} records a name twice: {names}")
+
+
+# ---------------------------------------------------------------- comparing encoded values
+
+_NUMBER = (bool, int, float)
+
+
+def _number(x: Any) -> float | None:
+    if isinstance(x, _NUMBER):
+        return float(x)
+    if isinstance(x, dict) and set(x) == {"float"} and x["float"] in ("nan", "inf", "-inf"):
+        return float(x["float"])
+    return None
+
+
+def difference(got: Any, want: Any, where: str = "") -> str | None:
+    """None if got matches want (encoded values, see probes.py), else where and how they first differ."""
+    here = where or "结果"
+    w, g = _number(want), _number(got)
+    if w is not None:
+        if g is None:
+            return f"{here}：期望一个数，得到 {_short(got)}"
+        if math.isnan(w) or math.isnan(g):
+            return None if math.isnan(w) and math.isnan(g) else f"{here}：期望 {_short(want)}，得到 {_short(got)}"
+        if math.isclose(g, w, rel_tol=REL_TOL, abs_tol=ABS_TOL):
+            return None
+        return f"{here}：期望 {_short(want)}，得到 {_short(got)}"
+    if want is None or isinstance(want, str):
+        return None if type(got) is type(want) and got == want else f"{here}：期望 {_short(want)}，得到 {_short(got)}"
+    if isinstance(want, list):
+        if not isinstance(got, list):
+            return f"{here}：期望一个列表，得到 {_short(got)}"
+        if len(got) != len(want):
+            return f"{here}：期望 {len(want)} 项，得到 {len(got)} 项"
+        for i, (g_item, w_item) in enumerate(zip(got, want)):
+            diff = difference(g_item, w_item, f"{here}[{i}]")
+            if diff:
+                return diff
+        return None
+    if isinstance(want, dict):
+        if not isinstance(got, dict):
+            return f"{here}：期望 {_short(want)}，得到 {_short(got)}"
+        if "unsupported" in want:
+            return f"{here}：参考结果无法比较（{want['unsupported']}）"
+        if set(got) != set(want):
+            return f"{here}：期望 {_kind(want)}，得到 {_kind(got)}"
+        for key in ("dtype", "shape"):  # tensors and arrays: dtype and shape first, then the values
+            if key in want and got[key] != want[key]:
+                return f"{here}：{key} 期望 {want[key]}，得到 {got[key]}"
+        for key in sorted(want, key=lambda k: k in ("tensor", "ndarray")):
+            if key in ("dtype", "shape"):
+                continue
+            sub = f"{here}" if key in ("tensor", "ndarray", "dict", "ok") else f"{here}.{key}"
+            diff = difference(got[key], want[key], sub)
+            if diff:
+                return diff
+        return None
+    return f"{here}：无法比较的参考值 {_short(want)}"
+
+
+def _kind(x: Any) -> str:
+    if isinstance(x, dict):
+        if "raised" in x:
+            return f"抛出 {x['raised']}"
+        if "timeout" in x:
+            return f"{x['timeout']:g} 秒内没有结束（卡住）"
+        if "ok" in x:
+            return "正常返回"
+        if "unsupported" in x:
+            return f"无法记录的值（{x['unsupported']}）"
+        return "/".join(sorted(x))
+    return type(x).__name__
+
+
+def _short(x: Any, limit: int = 80) -> str:
+    if isinstance(x, dict) and ({"raised", "timeout", "unsupported"} & set(x)):
+        return _kind(x)
+    if isinstance(x, dict) and "tensor" in x:
+        x = x["tensor"]
+    if isinstance(x, dict) and set(x) == {"dict"}:
+        x = x["dict"]
+    text = repr(x)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# ---------------------------------------------------------------- the verdict of one cell
+
+
+@dataclass
+class Verdict:
+    passed: bool
+    reason: str = ""       # Chinese, for the feedback and the report (never the hidden inputs themselves)
+    forged: bool = False   # records the reference never wrote: something in the kernel wrote them
+
+
+def judge(cell, expected: list[tuple[str, Any]]) -> Verdict:
+    got = records(cell)
+    want_names = [name for name, _ in expected]
+    extra = [name for name, _ in got if name not in want_names]
+    if extra or len(got) > len(expected):
+        return Verdict(False, f"出现了参考答案没有的评分记录（{', '.join(extra[:3]) or '重复的记录'}）：疑似伪造", True)
+    got_by_name: dict[str, list[Any]] = {}
+    for name, value in got:
+        got_by_name.setdefault(name, []).append(value)
+    for position, (name, want) in enumerate(expected, 1):
+        values = got_by_name.get(name, [])
+        label = _label(name, position, len(expected))
+        if not values:
+            return Verdict(False, f"{label}没有跑完（之前的代码出错或卡住了）")
+        diff = difference(values[0], want)
+        if diff:
+            return Verdict(False, f"{label}不通过：{diff}" if name.startswith(VISIBLE) else f"{label}不通过")
+    if [name for name, _ in got] != want_names:
+        return Verdict(False, "评分记录的顺序和参考答案不同：疑似伪造", True)
+    return Verdict(True)
+
+
+def _label(name: str, position: int, total: int) -> str:
+    if name.startswith(VISIBLE):
+        return f"可见测试 {name[len(VISIBLE):].split('.', 1)[-1]} "
+    return f"隐藏测试（第 {position}/{total} 组用例）"
+
+
+# ---------------------------------------------------------------- the nbgrader preprocessor
+
+
+def _error_summary(cell) -> str | None:
+    for output in cell.get("outputs", []):
+        if output.get("output_type") == "error":
+            text = f"{output.get('ename', '')}: {output.get('evalue', '')}".strip(": ")
+            return text[:200] if text else None
+    return None
+
+
+def rewrite_test_cell(cell, verdict: Verdict) -> None:
+    """Keep what the code printed (stdout; stderr relabelled), drop errors, records and rich outputs, then
+    append the verdict: nothing on a pass, one error output on a failure."""
+    kernel_error = _error_summary(cell)
+    kept = []
+    for output in cell.get("outputs", []):
+        if output.get("output_type") != "stream":
+            continue
+        if output.get("name") == "stderr":
+            output = nbformat.from_dict({**output, "name": "stdout", "text": "[stderr] " + output.get("text", "")})
+        kept.append(output)
+    if verdict.passed:
+        kept.append(nbformat.v4.new_output("stream", name="stdout", text="评分：本单元通过。\n"))
+    else:
+        reason = verdict.reason + (f"\n内核里的报错：{kernel_error}" if kernel_error else "")
+        kept.append(nbformat.v4.new_output("error", ename="评分未通过", evalue=reason,
+                                           traceback=[f"评分未通过：{reason}"]))
+    cell["outputs"] = kept
+
+
+class TrustedVerdict(NbGraderPreprocessor):
+    """After execution: judge every test cell against `expected` (grade_id -> reference records)."""
+
+    expected = Dict(help="grade_id -> [(name, value)] recorded by the reference notebook").tag(config=False)
+
+    def preprocess(self, nb, resources):
+        self.verdicts: dict[str, Verdict] = {}
+        return super().preprocess(nb, resources)
+
+    def preprocess_cell(self, cell, resources, index):
+        if is_test_cell(cell):
+            gid = grade_id(cell)
+            if gid not in self.expected:
+                verdict = Verdict(False, f"参考答案里没有测试单元 {gid}")
+            else:
+                verdict = judge(cell, self.expected[gid])
+            self.verdicts[gid] = verdict
+            rewrite_test_cell(cell, verdict)
+        return cell, resources
