@@ -32,6 +32,9 @@ from agentrl_ref.checks.probes import GRADING_ENV
 import verdict as verdicts
 
 PACKAGE = Path(__file__).resolve().parents[1] / "agentrl_ref"
+# The grading kernel's environment: probes write records; one thread per math library, since two kernels
+# share the two cores (and the same settings in the reference run keep the records comparable).
+GRADING_KERNEL_ENV = {GRADING_ENV: "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
 
 # What of agentrl_ref an assignment's grading kernel may import, besides agentrl_ref/__init__.py and
 # agentrl_ref/checks/ (the visible tests and probes). Never the assignment's own answer: no component
@@ -177,7 +180,7 @@ class Runner:
         if sandbox:
             from sandbox import Sandbox, SandboxLimits
 
-            self.sandbox = Sandbox(self.package_root, limits or SandboxLimits(), extra_env={GRADING_ENV: "1"})
+            self.sandbox = Sandbox(self.package_root, limits or SandboxLimits(), extra_env=GRADING_KERNEL_ENV)
 
     def _executor(self) -> GuardedExecute:
         return GuardedExecute(timeout=self.cell_timeout, interrupt_on_timeout=True, kernel_name="python3",
@@ -237,7 +240,7 @@ class Runner:
         import threading
 
         km = _PlainKernelManager(kernel_name="python3")
-        km.grading_env = {**os.environ, GRADING_ENV: "1", "PYTHONPATH": str(self.package_root)}
+        km.grading_env = {**os.environ, **GRADING_KERNEL_ENV, "PYTHONPATH": str(self.package_root)}
         timer = threading.Timer(self.notebook_timeout, km.kill_now)
         timer.daemon = True
         timer.start()

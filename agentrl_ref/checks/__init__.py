@@ -39,7 +39,14 @@ EXERCISES = ("ex1_format_reward", "ex2_verifiable_reward", "ex3_loss_mask",
 
 
 class CheckFailure(AssertionError):
-    """A visible test failed; the message is the Chinese report line."""
+    """A visible test failed; the message is the Chinese report line.
+
+    In Jupyter the failure shows as that one message, not as a traceback through this package
+    (IPython calls _render_traceback_); the cell still ends in an error, so Run All stops there and
+    nbgrader still counts the cell as failed."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"\x1b[0;31m✗ 没通过\x1b[0m：{self}"]
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,572 @@
+"""grader/sandbox.py: real kernels in a real bubblewrap sandbox with cgroup v1 limits.
+
+Every test executes small notebooks through nbclient with `km=session.kernel_manager()`. Timeouts are
+hang guards only (large margins); nothing here asserts on timing. Skipped as a whole, with the reason,
+when the sandbox is not available on this machine (no bwrap, no writable cgroup v1, no namespaces).
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "grader"))
+import sandbox as sbx  # noqa: E402
+
+try:
+    sbx.check_available()
+    _UNAVAILABLE = None
+except sbx.SandboxUnavailable as e:
+    _UNAVAILABLE = str(e)
+
+pytestmark = pytest.mark.skipif(_UNAVAILABLE is not None, reason=f"sandbox unavailable: {_UNAVAILABLE}")
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+# ----------------------------------------------------------------------------------------------
+# helpers
+# ----------------------------------------------------------------------------------------------
+
+def notebook(*sources: str) -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(s) for s in sources]
+    return nb
+
+
+def execute(session: sbx.Session, nb, timeout: int = 30, **kw):
+    """Run nb in the session's kernel; returns the exception that ended it early (or None)."""
+    client = NotebookClient(nb, km=session.kernel_manager(), timeout=timeout, allow_errors=True,
+                            startup_timeout=60, **kw)
+    try:
+        client.execute()
+    except (CellTimeoutError, DeadKernelError) as e:
+        return e
+    return None
+
+
+def stream(cell, name: str = "stdout") -> str:
+    return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream" and o.name == name)
+
+
+def error_text(cell) -> str:
+    return "\n".join(f"{o.ename}: {o.evalue}" for o in cell.outputs if o.output_type == "error")
+
+
+def all_stderr(nb) -> str:
+    return "".join(stream(c, "stderr") for c in nb.cells)
+
+
+def host_pids_with(tag: str) -> list[int]:
+    """Host processes whose command line contains tag (excluding this test process)."""
+    found = []
+    needle = tag.encode()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                if needle in f.read():
+                    found.append(int(entry))
+        except OSError:
+            pass
+    return found
+
+
+def running(tag: str, within: float = 10.0) -> bool:
+    """True once a host process with tag in its command line shows up. A process that has just been
+    exec'd can show an empty /proc/PID/cmdline for a moment (Popen returns when the exec closes its
+    error pipe, slightly before the new arguments are in place), so look again until `within`."""
+    end = time.monotonic() + within
+    while not host_pids_with(tag):
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def unique_sleep_arg() -> str:
+    """An argument for `sleep` that is unique to this test run: 1000.<digits> seconds."""
+    return f"1000.{secrets.randbelow(10**8):08d}7"
+
+
+def session_traces_gone(session: sbx.Session) -> None:
+    for ctrl in sbx.CONTROLLERS:
+        assert not (sbx.CGROUP_ROOT / ctrl / sbx.PARENT_GROUP / session.name).exists()
+    assert not session._dir.exists(), "private connection folder left behind"
+
+
+@pytest.fixture(scope="module")
+def package_root(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("pkgroot")
+    (root / "agentrl_ref").mkdir()
+    (root / "agentrl_ref" / "__init__.py").write_text("MARK = 'fake agentrl_ref from the bound package root'\n")
+    return root
+
+
+@pytest.fixture(scope="module")
+def sandbox(package_root) -> sbx.Sandbox:
+    return sbx.Sandbox(package_root)
+
+
+@pytest.fixture(scope="module")
+def small(package_root) -> sbx.Sandbox:
+    """Small limits for the limit tests."""
+    return sbx.Sandbox(package_root, sbx.SandboxLimits(memory_mb=256, file_size_mb=16, tmp_mb=32))
+
+
+@pytest.fixture
+def workdir(tmp_path) -> Path:
+    d = tmp_path / "submitted" / "alice" / "ex1"
+    d.mkdir(parents=True)
+    return d
+
+
+# ----------------------------------------------------------------------------------------------
+# ordinary work
+# ----------------------------------------------------------------------------------------------
+
+def test_normal_cells_torch_matplotlib_nothing_on_stderr(sandbox, workdir):
+    nb = notebook(
+        "print('hello', 6 * 7)",
+        "import torch\nprint(float(torch.ones(3).sum()))",
+        "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+        "fig, ax = plt.subplots(); ax.plot([1, 2, 3]); fig.savefig('fig.png'); print('plotted')",
+    )
+    with sandbox.session(workdir) as s:
+        assert execute(s, nb, timeout=120) is None
+    assert stream(nb.cells[0]) == "hello 42\n"
+    assert stream(nb.cells[1]) == "3.0\n"
+    assert stream(nb.cells[2]) == "plotted\n"
+    assert all_stderr(nb) == ""
+    assert not any(error_text(c) for c in nb.cells)
+    assert (workdir / "fig.png").stat().st_size > 0
+    assert s.report.cause_zh() is None
+    session_traces_gone(s)
+
+
+def test_package_root_bound_and_host_hidden(sandbox, workdir, tmp_path):
+    marker = Path("/tmp") / f"sandbox-test-marker-{secrets.token_hex(6)}"
+    marker.write_text("host /tmp must not be visible")
+    other = tmp_path / "submitted" / "bob" / "ex1"
+    other.mkdir(parents=True)
+    (other / "answer.txt").write_text("bob's work")
+    host_root = set(os.listdir("/root")) if os.access("/root", os.R_OK) else set()
+    try:
+        nb = notebook(
+            "import agentrl_ref; print(agentrl_ref.MARK); print(agentrl_ref.__file__)",
+            "import os, json\n"
+            f"print(json.dumps({{'marker': os.path.exists({str(marker)!r}),"
+            f" 'other': os.path.exists({str(other)!r}), 'tmp_path': os.path.exists({str(tmp_path)!r}),"
+            " 'repo': sorted(os.listdir('/work/main')) if os.path.isdir('/work/main') else None,"
+            " 'work': sorted(os.listdir('/work')) if os.path.isdir('/work') else None,"
+            " 'root': sorted(os.listdir('/root')) if os.path.isdir('/root') else None,"
+            " 'tmp': sorted(os.listdir('/tmp')), 'cwd': os.getcwd()}))",
+        )
+        with sandbox.session(workdir) as s:
+            assert execute(s, nb) is None
+    finally:
+        marker.unlink()
+    assert stream(nb.cells[0]).splitlines() == [
+        "fake agentrl_ref from the bound package root", f"{sbx.INNER_PACKAGE_ROOT}/agentrl_ref/__init__.py"]
+    import json
+    seen = json.loads(stream(nb.cells[1]))
+    assert seen["marker"] is False and seen["other"] is False and seen["tmp_path"] is False
+    assert seen["cwd"] == sbx.INNER_WORKDIR
+    # Only the interpreter's own folders are bound: the venv (inside the repo here) and the pyenv
+    # install (inside /root here). Nothing else of the repo or of /root is visible.
+    venv = os.path.realpath(sys.prefix)
+    if venv.startswith(str(REPO) + "/"):
+        assert seen["repo"] == [venv[len(str(REPO)) + 1:].split("/")[0]]
+    else:
+        assert seen["repo"] is None
+    for name in ("grader", "agentrl_ref", "tests", "README.md", "Makefile"):
+        assert name not in (seen["repo"] or [])
+    assert set(seen["root"] or []) <= {".pyenv"}
+    assert not (host_root - {".pyenv"}) & set(seen["root"] or [])
+    assert all(n.startswith("ipykernel_") for n in seen["tmp"]), seen["tmp"]
+
+
+def test_network_only_loopback_and_host_server_unreachable(sandbox, workdir):
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.bind(("127.0.0.1", 0))
+    server.listen(5)
+    port = server.getsockname()[1]
+    try:
+        nb = notebook(
+            "import socket\nprint(sorted(n for _, n in socket.if_nameindex()))",
+            "s = socket.socket(); s.settimeout(5)\n"
+            f"try:\n    s.connect(('127.0.0.1', {port})); print('CONNECTED')\n"
+            "except OSError as e:\n    print('failed', type(e).__name__)",
+            "s = socket.socket(); s.settimeout(5)\n"
+            "try:\n    s.connect(('1.1.1.1', 53)); print('CONNECTED')\n"
+            "except OSError as e:\n    print('failed', type(e).__name__)",
+        )
+        with sandbox.session(workdir) as s:
+            assert execute(s, nb) is None
+        server.settimeout(0.2)
+        with pytest.raises(OSError):
+            server.accept()[0].close()      # nobody got through to the host's server
+    finally:
+        server.close()
+    assert stream(nb.cells[0]) == "['lo']\n"
+    assert stream(nb.cells[1]).startswith("failed")
+    assert stream(nb.cells[2]).startswith("failed")
+
+
+def test_no_capabilities_and_no_nested_user_namespaces(sandbox, workdir):
+    nb = notebook(
+        "import subprocess\nst = dict(l.split(':', 1) for l in open('/proc/self/status').read().splitlines())\n"
+        "print(st['CapEff'].strip(), st['CapBnd'].strip(), st['NoNewPrivs'].strip())\n"
+        "print(subprocess.run(['unshare', '-U', 'true'], capture_output=True).returncode != 0)\n"
+        "print(len([p for p in __import__('os').listdir('/proc') if p.isdigit()]))",
+    )
+    with sandbox.session(workdir) as s:
+        assert execute(s, nb) is None
+    caps, refused, nprocs = stream(nb.cells[0]).splitlines()
+    assert caps == "0000000000000000 0000000000000000 1"
+    assert refused == "True"
+    assert int(nprocs) <= 3          # bwrap's PID 1, the kernel, the cell's own child at most
+
+
+def test_writes_outside_workdir_fail_and_workdir_persists(sandbox, workdir):
+    venv_site = next(p for p in sys.path if p.endswith("site-packages") and p.startswith(sys.prefix))
+    targets = [f"{venv_site}/evil.py", f"{sbx.INNER_PACKAGE_ROOT}/agentrl_ref/evil.py", "/usr/evil",
+               "/etc/evil", "/evil", f"{os.path.realpath(sys.base_prefix)}/evil"]
+    nb = notebook(
+        f"for t in {targets!r}:\n"
+        "    try:\n        open(t, 'w').write('x'); print('WROTE', t)\n"
+        "    except OSError as e:\n        print('denied', t, e.errno)",
+        "open('/submission/out.txt', 'w').write('kept'); open('rel.txt', 'w').write('also kept')",
+    )
+    with sandbox.session(workdir) as s:
+        assert execute(s, nb) is None
+    out = stream(nb.cells[0])
+    assert "WROTE" not in out and out.count("denied") == len(targets), out
+    assert not Path(venv_site, "evil.py").exists()
+    assert (workdir / "out.txt").read_text() == "kept"
+    assert (workdir / "rel.txt").read_text() == "also kept"
+
+
+def test_home_and_ipythondir_private_and_fresh_each_session(sandbox, tmp_path):
+    listing = ("import os\n"
+               "print(sorted(os.path.relpath(os.path.join(d, f), os.environ['HOME'])"
+               " for d, _, fs in os.walk(os.environ['HOME']) for f in fs))\n"
+               "print(os.environ['HOME'], os.environ['IPYTHONDIR'])")
+    plant = ("import os\np = os.path.join(os.environ['IPYTHONDIR'], 'profile_default', 'startup')\n"
+             "os.makedirs(p, exist_ok=True)\n"
+             "open(os.path.join(p, 'x.py'), 'w').write('print(\"PLANTED STARTUP FILE RAN\")')\n"
+             "open(os.path.expanduser('~/.bashrc'), 'w').write('echo hi')\nprint('planted')")
+    outs = []
+    for i in range(2):
+        wd = tmp_path / f"w{i}"
+        wd.mkdir()
+        nb = notebook(listing, plant)
+        with sandbox.session(wd) as s:
+            assert execute(s, nb) is None
+        outs.append(nb)
+    for nb in outs:
+        files, envline = stream(nb.cells[0]).splitlines()
+        assert envline == f"{sbx.INNER_HOME} {sbx.INNER_IPYTHONDIR}"
+        # at start: only the prebuilt matplotlib font list (read-only) and the README IPython writes
+        # into a new profile; nothing planted by the previous session (x.py, .bashrc)
+        files = eval(files)
+        assert all(f.startswith(".config/matplotlib/fontlist") or f == ".ipython/profile_default/startup/README"
+                   for f in files), files
+        assert any(f.startswith(".config/matplotlib/fontlist") for f in files)
+        assert "PLANTED" not in stream(nb.cells[0]) + stream(nb.cells[1])
+        assert stream(nb.cells[1]) == "planted\n"
+
+
+# ----------------------------------------------------------------------------------------------
+# limits
+# ----------------------------------------------------------------------------------------------
+
+def test_memory_beyond_cgroup_limit_kills_kernel_and_is_reported(small, workdir):
+    nb = notebook("x = b'x' * (1024 << 20)\nprint('survived', len(x))", "print('after')")
+    with small.session(workdir) as s:
+        err = execute(s, nb, timeout=60)
+    if err is None:        # an allocator could also refuse cleanly: that is fine too
+        assert "MemoryError" in error_text(nb.cells[0])
+    else:
+        assert isinstance(err, DeadKernelError)
+        assert s.report.oom_killed
+        assert "内存" in s.report.cause_zh() and "256" in s.report.cause_zh()
+        assert s.report.peak_memory_mb > 200
+    session_traces_gone(s)
+
+
+def test_allocation_beyond_address_space_is_a_clean_memoryerror(small, workdir):
+    nb = notebook("try:\n    x = bytearray(8 << 30)\nexcept MemoryError:\n    print('MemoryError')",
+                  "print('alive')")
+    with small.session(workdir) as s:
+        assert execute(s, nb) is None
+    assert stream(nb.cells[0]) == "MemoryError\n"
+    assert stream(nb.cells[1]) == "alive\n"
+    assert not s.report.oom_killed
+
+
+def test_pids_limit(sandbox, workdir):
+    tag = unique_sleep_arg()
+    nb = notebook(
+        "import subprocess\nprocs = []\ntry:\n    for i in range(100):\n"
+        f"        procs.append(subprocess.Popen(['sleep', {tag!r}]))\n"
+        "except OSError as e:\n    print('refused', type(e).__name__, e.errno)\n"
+        "print('started', len(procs))\nfor p in procs:\n    p.kill(); p.wait()",
+        "print('kernel alive')",
+    )
+    with sandbox.session(workdir) as s:
+        assert execute(s, nb) is None
+    out = stream(nb.cells[0])
+    assert "refused BlockingIOError 11" in out, out
+    assert int(out.split("started ")[1]) < 100
+    assert stream(nb.cells[1]) == "kernel alive\n"
+    assert s.report.pids_limit_hit
+    assert "进程数" in s.report.cause_zh()
+    assert host_pids_with(tag) == []
+
+
+def test_file_size_limit(small, workdir):
+    nb = notebook("with open('big.bin', 'wb') as f:\n    for _ in range(200):\n        f.write(b'\\0' * (1 << 20))",
+                  "print('alive')")
+    with small.session(workdir) as s:
+        assert execute(s, nb) is None
+    assert "File too large" in error_text(nb.cells[0])
+    assert stream(nb.cells[1]) == "alive\n"
+    assert (workdir / "big.bin").stat().st_size <= 16 << 20
+    assert 15 <= s.report.workdir_mb <= 16
+    assert s.report.file_size_limit_hit and "文件" in s.report.cause_zh()
+
+
+def test_tmp_and_shm_are_capped(small, workdir):
+    fill = ("import os\nn = 0\ntry:\n    for i in range(20):\n"
+            "        with open(os.path.join({d!r}, f'f{{i}}'), 'wb') as f:\n"
+            "            f.write(b'\\1' * (8 << 20)); n += 8\n"
+            "except OSError as e:\n    print('full', e.errno, n)\n"
+            "for i in range(20):\n    p = os.path.join({d!r}, f'f{{i}}')\n"
+            "    if os.path.exists(p): os.remove(p)")
+    nb = notebook(fill.format(d="/tmp"), fill.format(d="/dev/shm"), fill.format(d=sbx.INNER_HOME))
+    with small.session(workdir) as s:
+        assert execute(s, nb) is None
+    for cell in nb.cells:
+        out = stream(cell)
+        assert out.startswith("full 28 "), (cell.source, out, error_text(cell))   # ENOSPC
+        assert int(out.split()[-1]) <= 32
+
+
+def test_cpu_limit_kills_and_is_reported(package_root, workdir):
+    sb = sbx.Sandbox(package_root, sbx.SandboxLimits(cpu_seconds=3))
+    nb = notebook("while True:\n    pass")
+    with sb.session(workdir) as s:
+        err = execute(s, nb, timeout=60)
+    assert isinstance(err, DeadKernelError)
+    assert s.report.cpu_limit_hit and "CPU" in s.report.cause_zh()
+    assert s.report.cpu_seconds >= 2.5
+
+
+def test_wall_watchdog(sandbox, workdir):
+    nb = notebook("import time\ntime.sleep(100)")
+    with sandbox.session(workdir, wall_seconds=3) as s:
+        err = execute(s, nb, timeout=60)
+    assert isinstance(err, DeadKernelError)
+    assert s.report.wall_limit_hit and "运行时间" in s.report.cause_zh()
+
+
+# ----------------------------------------------------------------------------------------------
+# processes: survivors, SIGINT, pipes
+# ----------------------------------------------------------------------------------------------
+
+def test_no_survivors_after_exit(sandbox, workdir):
+    t1, t2 = unique_sleep_arg(), unique_sleep_arg()
+    nb = notebook(
+        "import os, subprocess\n"
+        f"p = subprocess.Popen(['sleep', {t1!r}], start_new_session=True)\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
+        f"        os.execvp('sleep', ['sleep', {t2!r}])\n    os._exit(0)\n"
+        "os.waitpid(pid, 0)\nprint('spawned')",
+    )
+    with sandbox.session(workdir) as s:
+        assert execute(s, nb) is None
+        assert stream(nb.cells[0]) == "spawned\n"
+        assert running(t1) and running(t2)          # the test means something
+    assert host_pids_with(t1) == [] and host_pids_with(t2) == []
+    assert s.report.leftover_processes_killed >= 2
+    session_traces_gone(s)
+
+
+def test_kernel_ignoring_sigint_is_stopped(sandbox, workdir):
+    nb = notebook("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass",
+                  "print('never')")
+    with sandbox.session(workdir) as s:
+        err = execute(s, nb, timeout=3)
+        assert isinstance(err, (CellTimeoutError, DeadKernelError))
+        conn = str(s._conn_dir)
+        assert running(conn), "the busy kernel should still be running here"
+        s.kill()
+        assert host_pids_with(conn) == []
+        s.kill()                                   # idempotent
+    assert host_pids_with(conn) == []
+    session_traces_gone(s)
+
+
+def test_kernel_ignoring_sigint_under_nbgrader_execute(sandbox, workdir):
+    """The integrator's path: nbgrader's Execute preprocessor with km=. It interrupts on timeout; a
+    kernel that ignores the interrupt ends the run with CellTimeoutError, and exit leaves nothing."""
+    from nbgrader.preprocessors import Execute
+
+    nb = notebook("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass",
+                  "print('never')")
+    with sandbox.session(workdir) as s:
+        with pytest.raises(CellTimeoutError):
+            Execute(timeout=2).preprocess(nb, {"metadata": {"path": str(workdir)}}, km=s.kernel_manager())
+        conn = str(s._conn_dir)
+        assert running(conn), "the busy kernel should still be running here"
+    assert stream(nb.cells[1]) == ""
+    assert host_pids_with(conn) == []
+    session_traces_gone(s)
+
+
+def test_kernel_survives_timeout_interrupt(sandbox, workdir):
+    nb = notebook("import time\ntime.sleep(100)", "print('still here')")
+    with sandbox.session(workdir) as s:
+        assert execute(s, nb, timeout=3, interrupt_on_timeout=True) is None
+    assert "KeyboardInterrupt" in error_text(nb.cells[0])
+    assert stream(nb.cells[1]) == "still here\n"
+
+
+def test_children_holding_output_pipes_do_not_hang(sandbox, workdir):
+    t1, t2, t3 = unique_sleep_arg(), unique_sleep_arg(), unique_sleep_arg()
+    nb = notebook(
+        f"import os, subprocess, sys\nos.system('sleep {t1} &')\nprint('system returned')",
+        f"subprocess.Popen('sleep {t2}', shell=True, stdout=sys.__stdout__.fileno(),"
+        " stderr=sys.__stderr__.fileno())\nprint('popen returned')",
+        f"subprocess.Popen(['sleep', {t3!r}], stdout=1, stderr=2, start_new_session=True)\nprint('third')",
+        "print('next cell runs')",
+    )
+    with sandbox.session(workdir) as s:
+        assert execute(s, nb, timeout=20) is None
+        assert running(t1) and running(t2) and running(t3), [(stream(c), error_text(c)) for c in nb.cells]
+    assert [stream(c) for c in nb.cells] == ["system returned\n", "popen returned\n", "third\n",
+                                             "next cell runs\n"]
+    assert host_pids_with(t1) == [] and host_pids_with(t2) == [] and host_pids_with(t3) == []
+
+
+# ----------------------------------------------------------------------------------------------
+# two sessions at once, clean-up, availability
+# ----------------------------------------------------------------------------------------------
+
+def test_connection_files_of_other_sessions_invisible(sandbox, tmp_path):
+    wds = [tmp_path / "a", tmp_path / "b"]
+    for d in wds:
+        d.mkdir()
+    sessions = [sandbox.session(d) for d in wds]
+    both_running = threading.Barrier(2, timeout=60)
+
+    def run(i: int):
+        me, other = sessions[i], sessions[1 - i]
+        nb = notebook(
+            "import os, json\n"
+            f"print(json.dumps({{'mine': os.path.exists({str(me._conn_dir)!r}),"
+            f" 'other': os.path.exists({str(other._conn_dir)!r}),"
+            f" 'parent': sorted(os.listdir({str(me._dir.parent)!r})),"
+            f" 'conn': sorted(os.listdir({str(me._conn_dir)!r}))}}))",
+        )
+        with me:
+            km = me.kernel_manager()
+            client = NotebookClient(nb, km=km, timeout=30, allow_errors=True, startup_timeout=60)
+            with client.setup_kernel():       # both kernels are up before either cell runs
+                both_running.wait()
+                client.execute_cell(nb.cells[0], 0)
+        return nb
+
+    with ThreadPoolExecutor(2) as pool:
+        nbs = list(pool.map(run, [0, 1]))
+    import json
+    for i, nb in enumerate(nbs):
+        seen = json.loads(stream(nb.cells[0]))
+        assert seen["mine"] is True and seen["other"] is False
+        assert seen["parent"] == [sessions[i].name]
+        assert all(n.startswith("k1") for n in seen["conn"]), seen["conn"]
+    for s in sessions:
+        session_traces_gone(s)
+
+
+def test_workdir_scrubbed_of_symlinks_fifos_and_setuid(sandbox, workdir):
+    nb = notebook(
+        "import os, shutil\n"
+        "os.symlink('/etc/passwd', 'link')\nos.mkfifo('fifo')\n"
+        "shutil.copy('/usr/bin/true', 'suid'); os.chmod('suid', 0o4755)\n"
+        "open('plain.txt', 'w').write('ok')",
+    )
+    with sandbox.session(workdir) as s:
+        assert execute(s, nb) is None
+    assert sorted(p.name for p in workdir.iterdir()) == ["plain.txt", "suid"]
+    assert not (workdir / "suid").stat().st_mode & 0o6000
+    assert len(s.report.scrubbed_paths) == 3
+    assert s.report.workdir_files == 2
+
+
+def test_sweep_removes_stale_groups_only(sandbox, workdir):
+    dead = os.fork()
+    if dead == 0:
+        os._exit(0)
+    os.waitpid(dead, 0)
+    stale = f"s{dead}-1-deadbeef"
+    for ctrl in sbx.CONTROLLERS:
+        (sbx.CGROUP_ROOT / ctrl / sbx.PARENT_GROUP / stale).mkdir()
+    with sandbox.session(workdir) as s:
+        sbx.sweep_stale_cgroups()
+        for ctrl in sbx.CONTROLLERS:
+            assert not (sbx.CGROUP_ROOT / ctrl / sbx.PARENT_GROUP / stale).exists()
+            assert (sbx.CGROUP_ROOT / ctrl / sbx.PARENT_GROUP / s.name).is_dir()
+        assert execute(s, notebook("print(1)")) is None
+    session_traces_gone(s)
+
+
+def test_unavailable_message_names_what_is_missing(monkeypatch):
+    monkeypatch.setattr(sbx, "BWRAP", "/nonexistent/bwrap")
+    with pytest.raises(sbx.SandboxUnavailable) as e:
+        sbx.check_available()
+    assert "bubblewrap" in str(e.value) and "未安装" in str(e.value)
+
+
+def test_kernel_that_cannot_start_fails_fast_with_the_reason(tmp_path, workdir):
+    root = tmp_path / "gone"
+    (root / "agentrl_ref").mkdir(parents=True)
+    sb = sbx.Sandbox(root)
+    (root / "agentrl_ref").rmdir()
+    root.rmdir()                                   # bwrap cannot bind the package root any more
+    client = NotebookClient(notebook("print(1)"), timeout=30, startup_timeout=60)
+    with sb.session(workdir) as s:
+        client.km = s.kernel_manager()
+        client.owns_km = False
+        try:
+            with pytest.raises(RuntimeError, match="Kernel died"):
+                client.execute()
+        finally:
+            import atexit
+            atexit.unregister(client._cleanup_kernel)    # nbclient leaves this hook after a failed start
+    assert "Can't find source path" in s.report.kernel_log_tail
+    assert s.report.kernel_exit_status == 1
+    session_traces_gone(s)
+
+
+def test_session_exit_after_exception_cleans_up(sandbox, workdir):
+    tag = unique_sleep_arg()
+    with pytest.raises(RuntimeError, match="boom"):
+        with sandbox.session(workdir) as s:
+            assert execute(s, notebook(f"import subprocess\nsubprocess.Popen(['sleep', {tag!r}])")) is None
+            raise RuntimeError("boom")
+    assert host_pids_with(tag) == []
+    session_traces_gone(s)
