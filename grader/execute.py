@@ -233,6 +233,8 @@ class Runner:
             result.status = "killed"  # the session report (read after the session ends) names the cause
         except CellTimeoutError:
             result.status = "timeout"
+            result.notes.append(f"有单元运行超过 {self.cell_timeout} 秒仍不结束（中断也停不下来），被终止："
+                                "没跑完的测试记 0 分")
 
     def _execute_unsafe(self, executor, nb, resources, result: RunResult) -> None:
         """--unsafe-no-sandbox: a plain kernel with the package copy first on its path; a watchdog

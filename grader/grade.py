@@ -52,20 +52,21 @@ from release import assignments as course_assignments, nbgrader_env
 COURSE_ID = "agentrl-cloze"  # as in nbgrader_config.py
 # Student code that reaches for the grading machinery, the file system, processes or the network. It is
 # flagged for the instructor; it decides nothing (the sandbox and the trusted verdict do).
+# Names are matched anywhere in a word (`_os.environ`, `_sys.modules`): aliases do not hide them.
 SUSPICIOUS = [
-    (re.compile(r"\bsys\.modules\b|__import__|\bimportlib\b"), "改动导入机制"),
-    (re.compile(r"\bbuiltins\b|__builtins__|__self__|__subclasses__|__class__|__globals__|__code__"),
-     "改动 Python 内置对象"),
-    (re.compile(r"\bget_ipython\b|\bipython\b|\bshowtraceback\b|\bevents\b|ast_transformers|\brun_cell\b",
+    (re.compile(r"agentrl_ref(?!\.checks)"), "调用 agentrl_ref（评分时里面没有参考答案）"),
+    (re.compile(r"sys\.modules|__import__|importlib|sys\.path|meta_path"), "改动导入机制"),
+    (re.compile(r"builtins|__self__|__subclasses__|__class__|__globals__|__code__|__dict__"), "改动 Python 内置对象"),
+    (re.compile(r"def __(eq|ne|lt|le|gt|ge|hash|float|int|bool|index|repr|str)__"), "自定义比较或类型转换"),
+    (re.compile(r"get_ipython|ipython|showtraceback|\.events\b|ast_transformers|run_cell|clear_output",
                 re.IGNORECASE), "改动 IPython 内核"),
-    (re.compile(r"agentrl_ref\.checks|\brun_test\b|\bprobe|\bAssertionError\b|\bCheckFailure\b"), "改动测试代码"),
-    (re.compile(r"(setattr\(|agentrl_ref\.\w+\s*=[^=])"), "替换对象的属性"),
-    (re.compile(r"\bgetattr\(|\beval\(|\bexec\(|\bcompile\("), "动态执行代码"),
-    (re.compile(r"\bopen\(|\bos\.|\bpathlib\b|\bshutil\b|\bglob\b"), "读写文件"),
-    (re.compile(r"\bsubprocess\b|\bos\.(system|fork|spawn|exec|popen)|\bmultiprocessing\b|\bthreading\b"),
-     "启动进程或线程"),
-    (re.compile(r"\bsocket\b|\burllib\b|\brequests\b|\bhttp\b|\bzmq\b"), "网络"),
-    (re.compile(r"\bsignal\b|\bresource\b|\bctypes\b"), "信号或系统资源"),
+    (re.compile(r"agentrl_ref\.checks|run_test|probe|AssertionError|CheckFailure|application/vnd"), "改动测试代码"),
+    (re.compile(r"setattr\(|agentrl_ref\.\w+\s*=[^=]"), "替换对象的属性"),
+    (re.compile(r"getattr\(|\beval\(|\bexec\(|(?<!re\.)compile\(|\bast\b"), "动态执行代码"),
+    (re.compile(r"\bopen\(|\bos\b|_os\b|pathlib|shutil|glob|sqlite3|environ|tempfile"), "读写文件"),
+    (re.compile(r"subprocess|\.fork\(|\.system\(|spawn|\.exec[lv]|popen|multiprocessing|threading"), "启动进程或线程"),
+    (re.compile(r"socket|urllib|requests|http|zmq"), "网络"),
+    (re.compile(r"signal|\bresource\b|ctypes"), "信号或系统资源"),
     (re.compile(r"^\s*[%!]", re.MULTILINE), "IPython 魔法命令或 shell 命令"),
 ]
 
@@ -181,6 +182,9 @@ def repair(student: nbformat.NotebookNode, release: nbformat.NotebookNode,
         if _locked(original):
             if cell.source != original.source:
                 notes.append(f"锁定单元 {gid} 被改动过：已恢复原样（疑似篡改测试）")
+            note = _release_metadata(cell, original)
+            if note:
+                notes.append(note)
             cell = copy.deepcopy(full.get(gid, original))
             cell.metadata = copy.deepcopy(original.metadata)
         else:
@@ -300,7 +304,12 @@ def record(course: Path, names: list[str], db_url: str) -> None:
 def feedback(course: Path, names: list[str], db_url: str) -> None:
     from nbgrader.converters import GenerateFeedback
 
+    from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+    from nbgrader.preprocessors import ClearHiddenTests, GetGrades
+
     config = _nbgrader_config(course, db_url)
+    # the feedback goes back to students: it shows each test's verdict, never the hidden test code
+    config.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]
     for name in names:
         if any((course / "autograded").glob(f"*/{name}")):
             _run_converter(GenerateFeedback, course, config, name, force=True)

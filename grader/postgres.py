@@ -5,13 +5,16 @@
 
 Uses Debian's `postgresql` package binaries. PostgreSQL refuses to run as root, so as root the
 server runs as the `postgres` user. Listens on 127.0.0.1 only, on a free port, in a temporary
-folder that is removed afterwards.
+folder that is removed afterwards. Every connection needs a random password (scram-sha-256); the
+password is written to a 0600 file for initdb and passed to the tools in their environment, never on
+a command line (which every local user can read in `ps`). The grading sandbox has no network at all.
 """
 from __future__ import annotations
 
 import contextlib
 import glob
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -43,16 +46,26 @@ def local_postgres(database: str = "gradebook"):
         shutil.chown(folder, "postgres", "postgres")
     data, port = folder / "data", _free_port()
 
+    password = secrets.token_urlsafe(24)
+    pwfile = folder / "pwfile"
+    pwfile.write_text(password + "\n", encoding="utf-8")
+    os.chmod(pwfile, 0o600)
+    if as_root:
+        shutil.chown(pwfile, "postgres", "postgres")
+    env = {**os.environ, "PGPASSWORD": password}
+
     def run(*args: str) -> None:
-        subprocess.run([*prefix, *args], check=True, capture_output=True, text=True)
+        subprocess.run([*prefix, *args], check=True, capture_output=True, text=True, env=env)
 
     try:
-        run(str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8")
+        run(str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=scram-sha-256",
+            f"--pwfile={pwfile}", "-E", "UTF8")
+        pwfile.unlink()
         run(str(bindir / "pg_ctl"), "-D", str(data), "-l", str(folder / "server.log"), "-w", "start",
             "-o", f"-p {port} -h 127.0.0.1 -k {folder} -c max_connections=100 -c fsync=off")
         try:
             run(str(bindir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", database)
-            yield f"postgresql+psycopg2://postgres@127.0.0.1:{port}/{database}"
+            yield f"postgresql+psycopg2://postgres:{password}@127.0.0.1:{port}/{database}"
         finally:
             run(str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop")
     finally:
