@@ -31,7 +31,9 @@ from agentrl_ref.checks.probes import GRADING_ENV
 
 import verdict as verdicts
 
-PACKAGE = Path(__file__).resolve().parents[1] / "agentrl_ref"
+import agentrl_ref  # noqa: E402  (the installed course package: the grading copies are made from it)
+
+PACKAGE = Path(agentrl_ref.__file__).resolve().parent
 # The grading kernel's environment: probes write records; one thread per math library, since two kernels
 # share the two cores (and the same settings in the reference run keep the records comparable).
 GRADING_KERNEL_ENV = {GRADING_ENV: "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}

@@ -36,6 +36,7 @@ import re
 import shutil
 import statistics
 import sys
+import threading
 import time
 import uuid
 import warnings
@@ -264,6 +265,11 @@ def _nbgrader_config(course: Path, db_url: str):
     return config
 
 
+# nbgrader's converters change the process's working folder and environment while they run: one at a
+# time per process, even when two gradings share a process.
+_NBGRADER = threading.Lock()
+
+
 def _run_converter(kind, course: Path, config, assignment: str, student: str = "*", **options) -> None:
     from nbgrader.coursedir import CourseDirectory
 
@@ -272,11 +278,12 @@ def _run_converter(kind, course: Path, config, assignment: str, student: str = "
     app = kind(coursedir=coursedir, config=config)
     for key, value in options.items():
         setattr(app, key, value)
-    cwd = os.getcwd()
-    try:
-        app.start()
-    finally:
-        os.chdir(cwd)
+    with _NBGRADER:
+        cwd = os.getcwd()
+        try:
+            app.start()
+        finally:
+            os.chdir(cwd)
 
 
 def generate_assignments(course: Path, names: list[str], db_url: str) -> None:

@@ -1,4 +1,5 @@
-"""A PostgreSQL gradebook lets independent notebooks be graded in parallel, with the same results."""
+"""Notebooks executed two at a time, recorded into a PostgreSQL gradebook, give the same results as one at a
+time into the default SQLite gradebook."""
 import os
 
 from class_builder import write_class
@@ -11,7 +12,7 @@ def test_parallel_postgres_grading_matches_serial_sqlite(tmp_path):
     # two notebooks per student, so one student's notebooks are graded at the same time (the full class:
     # make bench-grading)
     plan = write_class(root, students=3, assignments=["ex1_format_reward", "ex5_composite_reward"])
-    serial = grade(root, tmp_path / "serial", cell_timeout=60, notebook_timeout=300)
+    serial = grade(root, tmp_path / "serial", cell_timeout=60, notebook_timeout=300, jobs=1)
     with local_postgres() as db_url:
         parallel = grade(root, tmp_path / "parallel", cell_timeout=60, notebook_timeout=300,
                          db_url=db_url, jobs=max(2, os.cpu_count() or 2))

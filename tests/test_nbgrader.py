@@ -91,3 +91,21 @@ def test_feedback_for_every_graded_notebook(graded_class, name):
         if assignment == name:
             page = out / "feedback" / student / name / f"{name}.html"
             assert page.is_file(), page
+
+
+def test_plain_nbgrader_autograde_in_the_course_folder_is_sandboxed_and_judged_outside(tmp_path, graded_class):
+    """An instructor who runs `nbgrader autograde` in the course folder (no `make grade`) gets the same
+    scores: the course's nbgrader_config.py executes in the sandbox and judges outside the kernel."""
+    from grading import cell_scores, nbgrader, scratch_course, submit
+
+    _, cells, _ = graded_class
+    name = ASSIGNMENTS[0]
+    label, (changes, _) = next(iter(mutations(name).items()))
+    course = scratch_course(tmp_path / "course")
+    nbgrader(course, "generate_assignment", name, "--force")
+    submit(course, name, "reference", filled(name, reference_fills(name)))
+    submit(course, name, "wrong", filled(name, mutated_fills(name, changes)))
+    nbgrader(course, "autograde", name, "--force")
+    scores = cell_scores(course, name)
+    assert scores["reference"] == cells[("reference", name)]
+    assert scores["wrong"] == cells[("mut-" + _slug(label), name)]
