@@ -8,8 +8,9 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PORT ?= 8000
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+AS_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)  # Jupyter refuses root without it (containers, CI)
 
-.PHONY: venv vendor book linkcheck test serve lab release bench bench-grading grade clean
+.PHONY: venv vendor book linkcheck test serve lab lab-instructor release bench bench-grading grade clean
 
 venv: $(STAMP)
 
@@ -48,8 +49,14 @@ serve:
 	@echo "http://127.0.0.1:$(PORT)/"
 	$(PY) -m http.server --bind 127.0.0.1 --directory _build/html $(PORT)
 
+# Students: JupyterLab on notebooks/ with nbgrader's Validate button and nothing of its instructor or
+# exchange tools (grader/student-lab: the formgrader, assignment and course lists are switched off).
 lab: venv
-	$(VENV)/bin/jupyter lab --ServerApp.ip=127.0.0.1 --notebook-dir=notebooks
+	JUPYTER_CONFIG_PATH=$(CURDIR)/grader/student-lab $(VENV)/bin/jupyter lab --ServerApp.ip=127.0.0.1 $(AS_ROOT) --notebook-dir=notebooks
+
+# Instructors: JupyterLab on the course folder (grader/) with nbgrader's formgrader and assignment tools.
+lab-instructor: venv
+	$(VENV)/bin/jupyter lab --ServerApp.ip=127.0.0.1 $(AS_ROOT) --notebook-dir=grader
 
 # Instructor notebooks (grader/source) -> student notebooks (notebooks/) and book pages (book/).
 release: venv
