@@ -192,3 +192,44 @@ def test_a_hang_is_reported_as_stuck_not_as_a_traceback(capsys):
     asyncio.run(cell())
     out = capsys.readouterr().out
     assert "卡住了" in out and "Traceback" not in out and "提示" in out
+
+
+# what the visible tests record for grading ----------------------------------------------------------
+
+def observations(cls) -> dict:
+    """test name -> what the visible test returned (run_test records it as `visible:<test id>`)."""
+    async def run_all():
+        return {t.test_id.split(".")[1]: await t.func(cls)
+                for t in _REGISTRY.values() if t.test_id.startswith(EX + ".")}
+
+    return asyncio.run(run_all())
+
+
+def _unsupported(encoded) -> bool:
+    if isinstance(encoded, dict):
+        return "unsupported" in encoded or any(_unsupported(v) for v in encoded.values())
+    return isinstance(encoded, list) and any(_unsupported(v) for v in encoded)
+
+
+def test_visible_tests_return_the_raw_observations(capsys):
+    from agentrl_ref.checks.probes import encode
+
+    seen = observations(student_class())
+    assert all(value is not None and not _unsupported(encode(value)) for value in seen.values()), seen
+    assert seen["seed_harness"] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
+    assert seen["fifo_oldest_first"] == {"batches": [[0, 1, 2], [3, 4, 5]], "left": [6]}
+    assert seen["drops_oldest_when_full"] == {"kept": [3, 4, 5, 6], "batch": [3, 4]}
+    assert seen["no_partial_batch"] == {"with_two": "waiting", "batch": ["a", "b", "c"]}
+    assert seen["last_batch_when_producers_finish"]["trainer"] == "waiting"
+    assert seen["several_trainers"] == {"first": "cancelled", "second": ["x"], "left": []}
+    assert observations(AsyncRolloutBuffer) == seen  # the package's reference observes the same
+
+
+def test_a_silenced_expect_still_records_what_the_wrong_buffer_did(monkeypatch, capsys):
+    """A kernel that patches expect() away makes the test 'pass', but its record shows the wrong values."""
+    import agentrl_ref.checks.ex4_async_rollout as ex4
+
+    reference = observations(student_class())
+    monkeypatch.setattr(ex4, "expect", lambda *args, **kwargs: None)
+    wrong = observations(student_class(b0="deque()"))
+    assert wrong["drops_oldest_when_full"] != reference["drops_oldest_when_full"]

@@ -5,6 +5,9 @@ Every test is a coroutine (the notebook awaits it in the kernel's running loop).
 hang on a wrong answer: each wait is bounded by TIMEOUT seconds, and every task a test starts is
 cancelled and awaited before the test returns, so no "Task was destroyed" warning reaches stderr.
 The "time" in these scenarios is asyncio.sleep(0): a turn of the event loop, not a real wait.
+
+Each test returns what it observed (the batches taken, the buffer's contents, the state of a waiting
+trainer), which run_test records for grading: the grader compares those raw values, not the verdict.
 """
 from __future__ import annotations
 
@@ -61,6 +64,17 @@ async def _put_all(buf, items) -> None:
         await buf.put(item)
 
 
+def _state(task: asyncio.Task):
+    """What a task came to, as a recordable value: "waiting", "cancelled", "raised <Error>" or its result."""
+    if not task.done():
+        return "waiting"
+    if task.cancelled():
+        return "cancelled"
+    if task.exception() is not None:
+        return "raised " + type(task.exception()).__name__
+    return task.result()
+
+
 def _crash(task: asyncio.Task) -> str:
     """What a finished task raised, in one line ('' if it returned normally)."""
     if task.cancelled() or task.exception() is None:
@@ -92,6 +106,7 @@ async def seed_harness(AsyncRolloutBuffer):
     want = [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
     expect(steps == want, f"trainer 拿到 {steps}，期望 {want}",
            hint="每个 batch 按放入顺序取最早的 batch_size 条。")
+    return steps
 
 
 @visible_test(EX, PART, "先进先出：队列里有 7 条时连取两个 batch（batch_size=3）")
@@ -105,7 +120,9 @@ async def fifo_oldest_first(AsyncRolloutBuffer):
     expect([first, second] == [[0, 1, 2], [3, 4, 5]],
            f"两个 batch 是 {first} 和 {second}，期望 [0, 1, 2] 和 [3, 4, 5]",
            hint="popleft() 从左边取：最早放进去的先出来。")
-    expect(len(buf.buf) == 1, f"取完两个 batch 后队列里剩 {len(buf.buf)} 条，期望 1 条（6）")
+    left = list(buf.buf)
+    expect(left == [6], f"取完两个 batch 后队列里是 {left}，期望 [6]")
+    return {"batches": [first, second], "left": left}
 
 
 @visible_test(EX, PART, "满了丢最老的：容量 4，依次放入 0..6")
@@ -117,6 +134,7 @@ async def drops_oldest_when_full(AsyncRolloutBuffer):
            hint="队列最多 max_capacity 条：deque 的 maxlen 参数让它满了以后自动丢掉最左边（最老）的。")
     batch = await _within(buf.get_batch(), "队列里有 4 条，batch_size=2 却取不出来")
     expect(batch == [3, 4], f"取出的 batch 是 {batch}，期望 [3, 4]")
+    return {"kept": kept, "batch": batch}
 
 
 @visible_test(EX, PART, "不给残缺的 batch：只有 2 条时 trainer 继续等（batch_size=3）")
@@ -127,6 +145,7 @@ async def no_partial_batch(AsyncRolloutBuffer):
         await _spin()
         await _put_all(buf, ["a", "b"])
         await _spin()
+        with_two = _state(trainer)
         if trainer.done():
             crash = _crash(trainer)
             got = f"抛出 {crash}" if crash else f"拿到 {trainer.result()!r}"
@@ -135,6 +154,7 @@ async def no_partial_batch(AsyncRolloutBuffer):
         await buf.put("c")
         batch = await _within(trainer, "放入第 3 条之后 trainer 仍然没有拿到 batch")
     expect(batch == ["a", "b", "c"], f"trainer 拿到 {batch!r}，期望 ['a', 'b', 'c']")
+    return {"with_two": with_two, "batch": batch}
 
 
 @visible_test(EX, PART, "生产者结束时：最后一个满 batch 也要交出去（2 个生产者各 5 条，batch_size=5）")
@@ -163,10 +183,12 @@ async def last_batch_when_producers_finish(AsyncRolloutBuffer):
                       hint="最后一条放进去时，队列里正好 batch_size 条：条件要用 >=，不是 >。")
         crash = _crash(loop) if loop.done() else ""
         expect(not crash, f"trainer 抛出了 {crash}")
+        trainer_after = _state(loop)
     got = sorted(item for batch in batches for item in batch)
     want = sorted((p, i) for p in range(2) for i in range(5))
     expect([len(b) for b in batches] == [5, 5], f"trainer 拿到的 batch 大小是 {[len(b) for b in batches]}，期望 [5, 5]")
     expect(got == want and len(buf.buf) == 0, "有轨迹丢了、被训练了两次，或者还留在队列里")
+    return {"batches": batches, "left": list(buf.buf), "trainer": trainer_after}
 
 
 @visible_test(EX, PART, "两个 trainer：被叫醒的那个恰好被取消，另一个仍要拿到数据")
@@ -181,4 +203,6 @@ async def several_trainers(AsyncRolloutBuffer):
         got = await _within(second, "队列里有 1 条、batch_size=1，第二个 trainer 却一直没被叫醒",
                             hint="notify() 只叫醒一个等待者；它恰好被取消时这次唤醒就丢了。"
                                  "有几个 trainer 在等时要叫醒全部，让它们各自检查条件。")
+        first_state = _state(first)
     expect(got == ["x"], f"第二个 trainer 拿到 {got!r}，期望 ['x']")
+    return {"first": first_state, "second": got, "left": list(buf.buf)}

@@ -1,4 +1,4 @@
-"""Condition + deque vs asyncio.Queue, measured (exercise 4, ERRATA E11).
+"""Condition + deque vs asyncio.Queue, measured (exercise 4: the seed page's "saves N switches").
 
 The seed page says a batch from Condition + deque saves "N coroutine switches" over N calls of
 `await queue.get()`. An await only switches coroutines when the awaited thing is not ready:

@@ -277,9 +277,10 @@ def run_modes(config: SimConfig = SimConfig(), modes=MODES,
 def comparison_table(rows) -> str:
     """A Markdown table, one row per setting: rows is an iterable of (label, {"sync": result, "async": result}).
 
-    Sync never drops and never lags, so drops, lag and the generation-time bias are shown for async only."""
-    header = ["设置", "trainer 忙碌：sync → async", "吞吐（条/秒）：sync → async", "async 丢弃：溢出 / 过期",
-              "async 平均 lag", "async 生成耗时均值：被训练的 / 全部（秒）"]
+    Sync never drops and never lags, so drops, version lag (版本差) and the generation-time bias are shown for
+    async only. The headers are Chinese (the table goes on the course's pages)."""
+    header = ["设置", "trainer 忙碌：同步 → 异步", "吞吐（条/秒）：同步 → 异步", "异步丢弃：溢出 / 过期",
+              "异步平均版本差", "异步生成耗时均值：被训练的 / 全部（秒）"]
     body = []
     for label, results in rows:
         sync, asyn = results["sync"].summary(), results["async"].summary()

@@ -1,4 +1,4 @@
-"""The seed page's AsyncRolloutBuffer, answers filled in, and the traps it hides (exercise 4, ERRATA E10).
+"""The seed page's AsyncRolloutBuffer, answers filled in, and the traps it hides (exercise 4).
 
 Kept only to show, by running it, what agentrl_ref.rollout_buffer.AsyncRolloutBuffer fixes:
 its comment says get_batch takes the newest trajectories (popleft takes the oldest), its docstring

@@ -12,4 +12,8 @@ MUTATIONS = {
     "== instead of >=": ({2: "len(self.buf) == self.batch_size"}, "test_fifo_oldest_first"),
     "any data is enough: len > 0": ({2: "len(self.buf) > 0"}, "test_no_partial_batch"),
     "no waiting at all: lambda: True": ({2: "True"}, "test_spurious_wakeup"),
+    # "waking a trainer before a whole batch is there is useless": true for trainers only; an observer
+    # waiting on the same Condition for "at least one item" then sleeps until a batch is full (or forever)
+    "notify only when a full batch is ready": ({1: "if len(self.buf) >= self.batch_size: self.cond.notify_all()"},
+                                               "test_several_trainers"),
 }
