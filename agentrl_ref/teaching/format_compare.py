@@ -32,19 +32,24 @@ CHECKERS: dict[str, Callable[[str], float]] = {
     "agentrl_ref": format_reward,
 }
 
-# (label, completion, should a strict R1 format check accept it?)
+# (label shown on the page, completion, does this exercise's rule accept it?)
 CASES: list[tuple[str, str, bool]] = [
-    ("one line", "<think>2+3=5</think><answer>5</answer>", True),
-    ("newlines as open-r1 wants", "<think>\n2+3=5\n</think>\n<answer>\n5\n</answer>", True),
-    ("surrounding spaces", "  <think>x</think>\n\n<answer>y</answer>\n", True),
-    ("CRLF line ends", "<think>a\r\nb</think>\r\n<answer>1</answer>\r\n", True),
-    ("two groups (E3)", "<think>a</think><answer>1</answer><think>b</think><answer>2</answer>", False),
-    ("nested think (E3)", "<think>a<think>b</think>c</think><answer>1</answer>", False),
-    ("text after answer", "<think>\na\n</think>\n<answer>\n1\n</answer>\nP.S. more", False),
-    ("text before think", "Sure! <think>a</think><answer>1</answer>", False),
-    ("no answer block", "<think>\nreasoning\n</think>\nThe answer is 5.", False),
-    ("unclosed think", "<think>halfway", False),
+    ("单行写法", "<think>2+3=5</think><answer>5</answer>", True),
+    ("open-r1 要求的换行", "<think>\n2+3=5\n</think>\n<answer>\n5\n</answer>", True),
+    ("前后有空白", "  <think>x</think>\n\n<answer>y</answer>\n", True),
+    ("Windows 换行 `\\r\\n`", "<think>a\r\nb</think>\r\n<answer>1</answer>\r\n", True),
+    ("两组标签", "<think>a</think><answer>1</answer><think>b</think><answer>2</answer>", False),
+    ("嵌套的 `<think>`", "<think>a<think>b</think>c</think><answer>1</answer>", False),
+    ("`</answer>` 换行后还有文字", "<think>\na\n</think>\n<answer>\n1\n</answer>\nP.S. more", False),
+    ("`</answer>` 后紧跟文字", "<think>\na\n</think>\n<answer>\n1\n</answer> P.S. more", False),
+    ("`<think>` 前有文字", "Sure! <think>a</think><answer>1</answer>", False),
+    ("没有 `<answer>`", "<think>\nreasoning\n</think>\nThe answer is 5.", False),
+    ("`<think>` 没有闭合", "<think>halfway", False),
 ]
+# the table's column headers on the (Chinese) page
+HEADERS = {"case": "输入", "expected": "本题规则", "seed page": "原页面", "open-r1": "open-r1",
+           "TRL think": "TRL think_format_reward", "tempered regex": "回火正则（本题答案）",
+           "agentrl_ref": "agentrl_ref"}
 
 
 def compare_checkers(cases=CASES, checkers=CHECKERS) -> list[dict[str, object]]:
@@ -70,7 +75,8 @@ def _cell(row: dict[str, object], key: str) -> str:
 def markdown_table(rows: list[dict[str, object]]) -> str:
     """Render rows of equal keys as a Markdown table (numbers as 0/1, mismatches marked)."""
     keys = list(rows[0])
-    return md_table.markdown_table(keys, [[_cell(row, key) for key in keys] for row in rows])
+    cells = [[_cell(row, key) if key != "case" else f"{row[key]}" for key in keys] for row in rows]
+    return md_table.markdown_table([HEADERS.get(k, k) for k in keys], cells)
 
 
 def degenerate_completion(repeats: int) -> str:
