@@ -311,12 +311,7 @@ def record(course: Path, names: list[str], db_url: str) -> None:
 def feedback(course: Path, names: list[str], db_url: str) -> None:
     from nbgrader.converters import GenerateFeedback
 
-    from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
-    from nbgrader.preprocessors import ClearHiddenTests, GetGrades
-
-    config = _nbgrader_config(course, db_url)
-    # the feedback goes back to students: it shows each test's verdict, never the hidden test code
-    config.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]
+    config = _nbgrader_config(course, db_url)  # its GenerateFeedback steps: see nbgrader_config.py
     for name in names:
         if any((course / "autograded").glob(f"*/{name}")):
             _run_converter(GenerateFeedback, course, config, name, force=True)
@@ -428,8 +423,18 @@ def write_csvs(out: Path, subs: list[Submission], scores, maxima) -> None:
 
 def grade(submissions: Path, out: Path, cell_timeout: int = 60, notebook_timeout: int = 600,
           db_url: str | None = None, jobs: int | None = None, sandbox: bool = True,
-          limits=None) -> list[Submission]:
+          limits=None, timings: dict | None = None, quiet: bool = False) -> list[Submission]:
+    """Grade every submission in the folder into out; see the module docstring. timings (if given) gets the
+    seconds each step took: prepare, execute (reference runs included), record, feedback, report, total."""
     started = time.perf_counter()
+    timings = {} if timings is None else timings
+    mark = [started]
+
+    def lap(step: str) -> None:
+        now = time.perf_counter()
+        timings[step] = now - mark[0]
+        mark[0] = now
+
     if sandbox:
         from sandbox import SandboxUnavailable, check_available, sweep_stale_cgroups
 
@@ -469,6 +474,8 @@ def grade(submissions: Path, out: Path, cell_timeout: int = 60, notebook_timeout
                 prepare(sub, course, release, source)
         runners[name] = execute.runner_for(name, grading, cell_timeout=cell_timeout,
                                            notebook_timeout=notebook_timeout, sandbox=sandbox, limits=limits)
+    lap("prepare")
+
     def reference(name: str):
         try:
             return execute.expected_for(name, course / "source", runners[name], grading)
@@ -488,13 +495,15 @@ def grade(submissions: Path, out: Path, cell_timeout: int = 60, notebook_timeout
         todo = [s for s in subs if s.status == "ok"]
         list(pool.map(lambda s: execute_one(s, course, runners[s.assignment], expected[s.assignment],
                                             grading / "work"), todo))
-    executed_at = time.perf_counter()
     if sandbox:
         sweep_stale_cgroups()
+    lap("execute")
     record(course, names, db_url)
+    lap("record")
     feedback(course, names, db_url)
     if (course / "feedback").is_dir():
         shutil.copytree(course / "feedback", out / "feedback")
+    lap("feedback")
     scores, maxima = gradebook_scores(db_url, COURSE_ID, subs)
     write_csvs(out, subs, scores, maxima)
     header = (["**沙箱：已启用**（每份 notebook 在独立的 bubblewrap 沙箱里运行，判分在沙箱外）。"] if sandbox else
@@ -502,11 +511,14 @@ def grade(submissions: Path, out: Path, cell_timeout: int = 60, notebook_timeout
                "判分仍在内核之外，但文件、进程和网络都没有隔离。"])
     report = summarize(subs, scores, maxima, header)
     (out / "report.md").write_text(report, encoding="utf-8")
-    print(report)
+    lap("report")
+    timings["total"] = time.perf_counter() - started
+    if not quiet:
+        print(report)
     graded = sum(s.status not in ("missing", "invalid") for s in subs)
-    print(f"graded {graded} notebooks of {len(subs)} in {time.perf_counter() - started:.1f} s "
-          f"(execution {executed_at - started:.1f} s, {jobs} at a time, sandbox {'on' if sandbox else 'OFF'}); "
-          f"results in {out}/grades.csv", file=sys.stderr)
+    steps = ", ".join(f"{k} {v:.1f} s" for k, v in timings.items() if k != "total")
+    print(f"graded {graded} notebooks of {len(subs)} in {timings['total']:.1f} s ({steps}; {jobs} at a time, "
+          f"sandbox {'on' if sandbox else 'OFF'}); results in {out}/grades.csv", file=sys.stderr)
     return subs
 
 

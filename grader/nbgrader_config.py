@@ -6,13 +6,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)  # so nbgrader can import the course's preprocessor
 
 from blanks import FillInTheBlanks  # noqa: E402
-from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
+from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (  # noqa: E402
     AssignLatePenalties, CheckCellMetadata, ClearHiddenTests, ClearMarkScheme, ClearOutput, ComputeChecksums,
-    DeduplicateIds, IgnorePattern, IncludeHeaderFooter, InstantiateTests, LockCells,
+    DeduplicateIds, GetGrades, IgnorePattern, IncludeHeaderFooter, InstantiateTests, LockCells,
     OverwriteCells, OverwriteKernelspec, SaveAutoGrades, SaveCells,
 )
 from safety import CapOutputs, SandboxedExecute, SkipDemoCells  # noqa: E402
+from verdict import StudentFacingOutputs  # noqa: E402
 
 c = get_config()  # noqa: F821
 c.CourseDirectory.root = HERE
@@ -38,3 +39,7 @@ c.Autograde.autograde_preprocessors = [
 ]
 
 c.SandboxedExecute.timeout = 60  # seconds per cell when autograding
+
+# The feedback goes back to students: their code and each test cell's verdict; never the hidden test code,
+# nor what the kernel printed while the hidden tests ran (verdict.StudentFacingOutputs).
+c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, StudentFacingOutputs, CSSHTMLHeaderPreprocessor]

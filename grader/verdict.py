@@ -24,6 +24,7 @@ from traitlets import Dict
 
 from agentrl_ref.checks.probes import MIME
 
+VERDICT_MARK = "agentrl_verdict"  # in the metadata of the output this module appends to a test cell
 VISIBLE = "visible:"  # records written by run_test start with this; hidden probes never do
 REL_TOL, ABS_TOL = 1e-5, 1e-7  # floats: what float32 arithmetic in another order still meets
 
@@ -215,12 +216,24 @@ def rewrite_test_cell(cell, verdict: Verdict) -> None:
             output = nbformat.from_dict({**output, "name": "stdout", "text": "[stderr] " + output.get("text", "")})
         kept.append(output)
     if verdict.passed:
-        kept.append(nbformat.v4.new_output("stream", name="stdout", text="评分：本单元通过。\n"))
+        mark = nbformat.v4.new_output("stream", name="stdout", text="评分：本单元通过。\n")
     else:
-        reason = verdict.reason + (f"\n内核里的报错：{kernel_error}" if kernel_error else "")
-        kept.append(nbformat.v4.new_output("error", ename="评分未通过", evalue=reason,
-                                           traceback=[f"评分未通过：{reason}"]))
-    cell["outputs"] = kept
+        reason = verdict.reason + (f"\n内核里的报错：{kernel_error[:120]}" if kernel_error else "")
+        mark = nbformat.v4.new_output("error", ename="评分未通过", evalue=reason, traceback=[f"评分未通过：{reason}"])
+    mark.setdefault("metadata", {})[VERDICT_MARK] = True
+    cell["outputs"] = kept + [mark]
+
+
+class StudentFacingOutputs(NbGraderPreprocessor):
+    """For the feedback students get back: every code cell without the kernel's outputs, except the
+    verdicts this module wrote. What the student's code printed at grading time could carry the hidden
+    tests it saw running (its own code runs inside the test cells); the instructor keeps the full
+    executed notebook in the course's autograded/ folder."""
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type == "code":
+            cell.outputs = [o for o in cell.get("outputs", []) if o.get("metadata", {}).get(VERDICT_MARK)]
+        return cell, resources
 
 
 class TrustedVerdict(NbGraderPreprocessor):

@@ -464,10 +464,14 @@ def test_originals_repo_and_grader_are_untouched(attacked):
 
 
 def test_secrets_never_reach_the_feedback(attacked):
+    """The feedback shows code and verdicts: no hidden test code, nothing the kernel printed (which could
+    carry what the student's code saw of the hidden tests). The instructor's copy keeps everything."""
     page = attacked["out"] / "feedback" / "read-hidden-tests-and-others" / A / f"{A}.html"
     text = page.read_text(encoding="utf-8")
     assert "BEGIN HIDDEN TESTS" not in text and "random_strings" not in text
-    assert "cannot read" in text  # the attacker's own prints are there: it tried, and failed
+    assert "NotFoundError" not in text and "评分：本单元通过" in text  # no printed output, the verdicts
+    kept = attacked["out"] / "course" / "autograded" / "read-hidden-tests-and-others" / A / f"{A}.ipynb"
+    assert "cannot read" in kept.read_text(encoding="utf-8") and "NotFoundError" in kept.read_text(encoding="utf-8")
 
 
 def test_resource_attacks_are_named_in_chinese(attacked):
