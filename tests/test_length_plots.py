@@ -5,7 +5,7 @@ import pytest
 
 from agentrl_ref.composite_reward import seed_reward_fn
 from agentrl_ref.teaching.length_plots import (
-    CURVES, LOG_EXAMPLES, dapo_reward, length_curves, log_markdown_table, plot_length_rewards,
+    CURVE_LABELS_ZH, CURVES, LOG_EXAMPLES, dapo_reward, length_curves, log_markdown_table, plot_length_rewards,
     reward_log_rows, unclamped_cosine, values_table,
 )
 
@@ -56,7 +56,8 @@ def test_values_table_has_every_curve():
     lines = table.splitlines()
     assert len(lines) == 2 + len(CURVES)
     assert lines[0] == "| L/max_len = | 0 | 1 | 2 |"
-    assert "| course correct, no clamp | 1.000 | 0.000 | 1.000 |" in lines
+    assert "| 本题，答对，不截断 | 1.000 | 0.000 | 1.000 |" in lines
+    assert set(CURVE_LABELS_ZH) == set(CURVES)
     assert "-0.000" not in table
 
 
@@ -105,7 +106,7 @@ def test_log_markdown_table():
     rows = reward_log_rows(seed_reward_fn())
     table = log_markdown_table(rows)
     lines = table.splitlines()
-    assert lines[0] == "| completion | L | L/max_len | fmt | acc | cos_len | total |"
+    assert lines[0] == "| 回答 | L | L/max_len | fmt | acc | cos_len | total |"
     assert len(lines) == 2 + len(LOG_EXAMPLES)
     assert "**1.293**" in lines[2] and "| 62 |" in lines[2]
     assert not math.isnan(sum(r["total"] for r in rows))

@@ -103,3 +103,16 @@ def test_plot_verifiers_draws_without_warnings():
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert labels == ["agrees with human", "false negative", "false positive"]
     plt.close(fig)
+
+
+def test_tables_are_chinese_and_cite_no_errata():
+    """The tables sit on a Chinese page: every note has a Chinese label, and no cell cites the maintainers' ERRATA."""
+    from agentrl_ref.teaching.verifier_table import NOTE_ZH, REFERENCE_NAME
+
+    assert {f.note for f in ANSWER_FORMS} <= set(NOTE_ZH)
+    rows = [_comparison(True, True, True)._replace(note=ANSWER_FORMS[10].note)]
+    table = forms_table(rows)
+    assert NOTE_ZH[ANSWER_FORMS[10].note] in table and "参考实现" in table.splitlines()[0]
+    seed = seed_answer_table()
+    assert not any(f"E{n}" in seed for n in range(1, 13))
+    assert "agentrl_ref.accuracy_reward" in REFERENCE_NAME

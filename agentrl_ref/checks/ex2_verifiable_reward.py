@@ -1,11 +1,16 @@
 """Visible tests of exercise 2 (verifiable reward): the seed page's table, box extraction, answers that must not
-crash."""
-from agentrl_ref.checks import expect, visible_test
+crash. Each test returns what it observed (the student's outputs), which run_test records for grading.
+
+An unfilled `_____` anywhere below accuracy_reward (say in extract_boxed_answer) raises NameError inside a
+call these tests make; they let that NameError through (_reraise_blank), so that run_test and check() show
+"第 N 行还有空没填" instead of a row that "raised NameError".
+"""
+from agentrl_ref.checks import _unfilled_blank, expect, visible_test
 
 EX = "ex2_verifiable_reward"
 
 # The seed page's test table. Its expected values are right; the seed's *answer* scores 0.0 on
-# case 2 (ERRATA E1), which is why the extraction in this exercise counts braces.
+# case 2 (its regex cannot match a box holding braces), which is why this exercise counts braces.
 SEED_TABLE = [
     ("思考...所以\\boxed{0.5}", "1/2", 1.0),   # same value, two notations
     ("\\boxed{\\frac{1}{2}}", "0.5", 1.0),     # LaTeX fraction vs decimal: braces inside the box
@@ -22,22 +27,37 @@ SEED_HINTS = [
     "抠到的不是数：normalize_to_fraction 返回 None，accuracy_reward 返回 0.0。",
 ]
 
+NEVER_RAISES_HINT = ("直接把字符串交给 Fraction：它对 'inf'、'nan' 抛 ValueError，正好被 except 接住。"
+                     "别再退回 float：Fraction(float('inf')) 抛的是 OverflowError，没人接。")
+
+
+def _reraise_blank(exc: Exception) -> None:
+    """Let the NameError of an unfilled `_____` through, so the report says which line still has a blank."""
+    if _unfilled_blank(exc) is not None:
+        raise exc
+
+
+def _call(fn, *args):
+    """(value, None) or (None, the exception fn raised); an unfilled blank is re-raised."""
+    try:
+        return fn(*args), None
+    except Exception as exc:  # the row is shown, the failure reported after the table
+        _reraise_blank(exc)
+        return None, exc
+
 
 @visible_test(EX, "accuracy_reward", "原页面的测试表（5 个输入）")
 def seed_table(accuracy_reward):
     results = []
     for completion, gold, expected in SEED_TABLE:
-        try:
-            got = accuracy_reward(completion, gold)
-            shown = f"{got:.1f}"
-        except Exception as exc:  # show the row, report below
-            got, shown = exc, type(exc).__name__
-        results.append(got)
+        got, exc = _call(accuracy_reward, completion, gold)
+        results.append((got, exc))
+        shown = type(exc).__name__ if exc is not None else f"{got:.1f}" if isinstance(got, (int, float)) else repr(got)
         print(f"  {shown:>4}  期望 {expected:.1f}  | {completion[:30]!r}")
-    for (completion, gold, expected), got, hint in zip(SEED_TABLE, results, SEED_HINTS):
-        if isinstance(got, Exception):
-            expect(False, f"输入 {completion!r}（标准答案 {gold!r}）时抛出了 {type(got).__name__}: {got}", hint=hint)
+    for (completion, gold, expected), (got, exc), hint in zip(SEED_TABLE, results, SEED_HINTS):
+        expect(exc is None, f"输入 {completion!r}（标准答案 {gold!r}）时抛出了 {type(exc).__name__}: {exc}", hint=hint)
         expect(got == expected, f"输入 {completion!r}（标准答案 {gold!r}）得到 {got!r}，期望 {expected}", hint=hint)
+    return [got for got, _ in results]
 
 
 @visible_test(EX, "accuracy_reward", "抽取：嵌套的大括号、最后一个 \\boxed、没有 \\boxed")
@@ -48,23 +68,25 @@ def extract_boxes(extract_boxed_answer):
         ("First \\boxed{1}, then \\boxed{\\frac{3}{4}}.", "\\frac{3}{4}", SEED_HINTS[2]),
         ("没有答案", None, SEED_HINTS[3]),
     ]
+    observed = []
     for text, expected, hint in cases:
         got = extract_boxed_answer(text)
+        observed.append(got)
         expect(got == expected, f"extract_boxed_answer({text!r}) 得到 {got!r}，期望 {expected!r}", hint=hint)
+    return observed
 
 
 @visible_test(EX, "accuracy_reward", "模型写出 inf、nan、1/0 时返回 None / 0.0，不抛异常")
 def never_raises(normalize_to_fraction, accuracy_reward):
-    hint = ("直接把字符串交给 Fraction：它对 'inf'、'nan' 抛 ValueError，正好被 except 接住。"
-            "别再退回 float：Fraction(float('inf')) 抛的是 OverflowError，没人接。")
+    observed = []
     for s in ["inf", "nan", "1/0"]:
-        try:
-            got = normalize_to_fraction(s)
-        except Exception as exc:
-            expect(False, f"normalize_to_fraction({s!r}) 抛出了 {type(exc).__name__}: {exc}", hint=hint)
-        expect(got is None, f"normalize_to_fraction({s!r}) 得到 {got!r}，期望 None", hint=hint)
-    try:
-        got = accuracy_reward("\\boxed{inf}", "1")
-    except Exception as exc:
-        expect(False, f"accuracy_reward('\\\\boxed{{inf}}', '1') 抛出了 {type(exc).__name__}: {exc}", hint=hint)
-    expect(got == 0.0, f"accuracy_reward('\\\\boxed{{inf}}', '1') 得到 {got!r}，期望 0.0", hint=hint)
+        got, exc = _call(normalize_to_fraction, s)
+        expect(exc is None, f"normalize_to_fraction({s!r}) 抛出了 {type(exc).__name__}: {exc}", hint=NEVER_RAISES_HINT)
+        expect(got is None, f"normalize_to_fraction({s!r}) 得到 {got!r}，期望 None", hint=NEVER_RAISES_HINT)
+        observed.append(got)
+    got, exc = _call(accuracy_reward, "\\boxed{inf}", "1")
+    expect(exc is None, f"accuracy_reward('\\\\boxed{{inf}}', '1') 抛出了 {type(exc).__name__}: {exc}",
+           hint=NEVER_RAISES_HINT)
+    expect(got == 0.0, f"accuracy_reward('\\\\boxed{{inf}}', '1') 得到 {got!r}，期望 0.0", hint=NEVER_RAISES_HINT)
+    observed.append(got)
+    return observed

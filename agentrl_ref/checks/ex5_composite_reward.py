@@ -1,8 +1,8 @@
 """Visible tests of exercise 5 (composite reward): cosine endpoints, the seed's example with its true values, key
-checks.
+checks. Each test returns what it observed (the student's outputs), which run_test records for grading.
 
-The seed page's expected output is wrong (ERRATA E6): for its 62-character completion cos_len is
-0.964 and total 1.293, not "≈ 0" and "≈ 1.1". The test asserts those true values as constants.
+The seed page's expected output is wrong: for its 62-character completion cos_len is 0.964 and total
+1.293, not "≈ 0" and "≈ 1.1". The test checks those true values as constants.
 """
 from agentrl_ref.checks import expect, visible_test
 
@@ -43,6 +43,7 @@ def cosine_endpoints(cosine_length_reward):
         expect(_close(got_wrong, want_wrong),
                f"答错、L/max_len = {label}（max_len={max_len}）得到 {got_wrong!r}，期望 {want_wrong}",
                hint="答错时又短又错罚得最重：L=0 得 -1.0，L=max_len 得 0.0。")
+    return [[got_correct, got_wrong] for _, _, got_correct, _, got_wrong, _ in rows]
 
 
 @visible_test(EX, "make_reward_fn", "原页面的例子：fmt、acc、cos_len 与加权 total")
@@ -67,6 +68,7 @@ def seed_example(make_reward_fn, cosine_length_reward, format_reward, accuracy_r
     expect(_close(scores["total"], SEED_TOTAL, TOLERANCE),
            f"total = {scores['total']!r}，期望 ≈ {SEED_TOTAL}（= 0.1·fmt + 1.0·acc + 0.2·cos_len）",
            hint="total 是每个分量乘以它自己的权重再相加，不是分量的直接求和。")
+    return scores
 
 
 @visible_test(EX, "make_reward_fn", "weights 里有、funcs 里没有的 key 要报 ValueError")
@@ -78,7 +80,7 @@ def key_mismatch(make_reward_fn):
     except ValueError as exc:
         print(f"  ValueError: {exc}")
         expect("rep" in str(exc), f"报错信息 {str(exc)!r} 没有提到缺函数的 key 'rep'")
-        return
+        return type(exc).__name__
     except AssertionError:
         expect(False, "make_reward_fn 抛出了 AssertionError，期望 ValueError",
                hint="assert 在 python -O 下会被整条删掉；配置错误要用 raise ValueError。")

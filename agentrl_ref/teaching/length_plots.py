@@ -62,10 +62,23 @@ def length_curves(x_max: float = 1.5, points: int = 301) -> dict[str, list[float
     return out
 
 
+# the curves as the Chinese page's value table names them (the figure keeps the ASCII names above)
+CURVE_LABELS_ZH: dict[str, str] = {
+    "course correct": "本题，答对",
+    "course wrong": "本题，答错",
+    "course correct, no clamp": "本题，答对，不截断",
+    "course wrong, no clamp": "本题，答错，不截断",
+    "open-r1 correct": "open-r1 默认参数，答对",
+    "open-r1 wrong": "open-r1 默认参数，答错",
+    "DAPO correct": "DAPO，答对",
+    "DAPO wrong": "DAPO，答错",
+}
+
+
 def values_table(at: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 0.875, 1.0, 1.5, 2.0)) -> str:
-    """Markdown table: every curve's reward at a few values of L / max_len."""
+    """Markdown table: every curve's reward at a few values of L / max_len (rows labelled in Chinese)."""
     header = ["L/max_len =", *(f"{x:g}" for x in at)]
-    rows = [[name, *(f"{f(x) + 0.0:.3f}" for x in at)] for name, f in CURVES.items()]
+    rows = [[CURVE_LABELS_ZH[name], *(f"{f(x) + 0.0:.3f}" for x in at)] for name, f in CURVES.items()]
     return markdown_table(header, rows, ["", *["r"] * len(at)])
 
 
@@ -146,6 +159,9 @@ def _log_cell(key: str, value: object) -> str:
 
 
 def log_markdown_table(rows: list[dict[str, object]]) -> str:
-    """Rows of equal keys as a Markdown table; floats with three decimals, the total in bold."""
+    """Rows of equal keys as a Markdown table; floats with three decimals, the total in bold.
+
+    The label column ("completion") is headed 回答 on the Chinese page; the other keys are the reward's own names."""
     keys = list(rows[0])
-    return markdown_table(keys, [[_log_cell(key, row[key]) for key in keys] for row in rows])
+    header = ["回答" if key == "completion" else key for key in keys]
+    return markdown_table(header, [[_log_cell(key, row[key]) for key in keys] for row in rows])

@@ -1,9 +1,11 @@
-"""Tables behind exercise 2: the seed page's answer on its own test table, and toy verifier vs math-verify.
+"""Tables behind exercise 2: the seed page's answer on its own test table, and the reference verifier vs math-verify.
 
 `seed_accuracy_reward` is the seed page's answer, verbatim in behaviour (regex `[^{}]*`, then
 Fraction with a float fallback): it scores 0.0 on its own `\\frac` case (ERRATA E1) and raises
-OverflowError on `\\boxed{inf}` (E2). `verifier_summary` measures the false-negative rate of our toy
-verifier (agentrl_ref.verifiable_reward) against math-verify on answer_forms.ANSWER_FORMS (E12).
+OverflowError on `\\boxed{inf}` (E2). `verifier_summary` measures the false-negative rate of the course's
+reference verifier (agentrl_ref.verifiable_reward, which knows more answer forms than the exercise's blanks
+require) against math-verify on answer_forms.ANSWER_FORMS (E12). The tables are shown on a Chinese page:
+their headers, row labels and the notes (NOTE_ZH) are Chinese; the figure stays ASCII.
 """
 from __future__ import annotations
 
@@ -17,6 +19,93 @@ from agentrl_ref.teaching.md_table import markdown_table
 from agentrl_ref.verifiable_reward import accuracy_reward
 
 _SEED_BOX = re.compile(r"\\boxed\{([^{}]*)\}")
+
+
+# The two verifiers as the Chinese tables name them. The reference is agentrl_ref.accuracy_reward, the course's
+# own implementation: it accepts more forms than the exercise's blanks require (`1,000`, `\\frac12`, `1 / 2`, `$...$`).
+REFERENCE_NAME = "参考实现 agentrl_ref.accuracy_reward"
+
+
+def _installed_math_verify() -> str:
+    """The math-verify version this run measures (the course pins 0.9.0; open-r1 pins 0.5.2)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("math-verify")
+    except PackageNotFoundError:
+        return "?"
+
+
+MATH_VERIFY_NAME = f"math-verify {_installed_math_verify()}（本课安装的版本）"
+
+# answer_forms.ANSWER_FORMS notes (English: bench/run.py and the README quote them) as the Chinese table shows them
+NOTE_ZH: dict[str, str] = {
+    "integer": "整数",
+    "negative integer": "负整数",
+    "leading zeros": "前导零",
+    "plainly wrong": "明显错误",
+    "integer written as a decimal": "整数写成小数",
+    "trailing zero": "末尾多一个 0",
+    "no leading zero": "省略整数部分的 0",
+    "decimal vs slash fraction (seed case 1)": "小数对斜线分数（原页面第 1 例）",
+    "20-digit integers differ in the last digit; floats cannot tell": "两个 20 位整数只差最后一位：浮点数分不出来",
+    "close is not equal": "接近不等于相等",
+    "latex frac, nested braces (seed case 2, E1)": "LaTeX 分数，框里有嵌套的大括号（原页面第 2 例）",
+    "\\dfrac": "`\\dfrac`",
+    "\\tfrac": "`\\tfrac`",
+    "TeX shorthand \\frac12": "TeX 简写 `\\frac12`",
+    "minus before \\frac": "负号在 `\\frac` 前面",
+    "minus inside \\frac": "负号在 `\\frac` 里面",
+    "unreduced fraction": "没约分的分数",
+    "spaces around the slash": "斜线两边有空格",
+    "gold written in LaTeX": "标准答案用 LaTeX 写",
+    "rounded decimal is not equal": "四舍五入的小数不相等",
+    "truncated decimal is not equal": "截断的小数不相等",
+    "six-digit decimal is still not equal": "六位小数也还是不相等",
+    "unicode vulgar fraction": "Unicode 分数字符",
+    "division by zero is no number": "除以 0 不是数",
+    "comma thousands separator": "逗号千位分隔",
+    "several thousands separators": "多个千位分隔符",
+    "LaTeX thousands separator {,}": "LaTeX 千位分隔 `{,}`",
+    "LaTeX thin space as separator": "LaTeX 细空格 `\\,` 作千位分隔",
+    "thin-space thousand is not zero": "细空格写的一千不等于 0",
+    "a comma list is not a thousands separator": "逗号隔开的两个数不是千位分隔",
+    "percent vs fraction": "百分数对小数",
+    "percent vs bare number (judgement: the question asked for a percent)":
+        "百分数对不带 % 的数（有争议：题目问的是百分数）",
+    "scientific E notation": "科学计数法 e",
+    "power": "乘方",
+    "power with braced exponent": "指数带大括号的乘方",
+    "unevaluated sum (a float trap)": "没算出来的和（浮点数陷阱）",
+    "unicode minus sign U+2212": "Unicode 减号 U+2212",
+    "surd": "根式",
+    "decimal approximation of a surd is not equal": "根式的小数近似不相等",
+    "surd in a fraction, shorthand \\sqrt3": "分数里的根式，简写 `\\sqrt3`",
+    "pi expression": "含 π 的式子",
+    "approximation of pi is not equal": "π 的近似值不相等",
+    "expanded vs factored polynomial": "展开式对因式分解式",
+    "infinity": "无穷大",
+    "infinity spelled inf": "无穷大写成 inf",
+    "tuple / open interval": "元组 / 开区间",
+    "half-open interval": "半开区间",
+    "open vs closed interval": "开区间对闭区间",
+    "set: order does not matter": "集合：顺序无关",
+    "two boxes: the last is final (seed case 3)": "两个框：以最后一个为准（原页面第 3 例）",
+    "self-correction, last box final (judgement)": "中途改口，以最后一个框为准（有争议）",
+    "no box: a human reads it, a box-only verifier cannot": "没有框：人读得出来，只认框的验证器读不出",
+    "box inside inline math": "框在行内公式里",
+    "inline math inside the box": "行内公式在框里",
+    "space between \\boxed and {": "`\\boxed` 和 `{` 之间有空格",
+    "last box unclosed: truncated output, no final answer (judgement)":
+        "最后一个框没闭合：输出被截断，没有最终答案（有争议）",
+    "no answer at all (seed case 4)": "根本没有答案（原页面第 4 例）",
+    "text that is no number (seed case 5)": "不是数的文字（原页面第 5 例）",
+    "number word": "用英文单词写的数",
+    "unit in the box": "框里带单位",
+    "currency sign": "货币符号",
+    "answer given as an equation": "答案写成等式",
+    "multiple-choice letter": "选择题的字母",
+}
 
 
 def seed_accuracy_reward(completion: str, gold: str) -> float:
@@ -47,11 +136,11 @@ def seed_accuracy_reward(completion: str, gold: str) -> float:
 # (completion, gold, true reward, what the row shows): the seed's five cases, then three of ours
 SEED_AND_TRAPS: list[tuple[str, str, float, str]] = [
     ("思考...所以\\boxed{0.5}", "1/2", 1.0, "原页面 1：跨表示等价"),
-    ("\\boxed{\\frac{1}{2}}", "0.5", 1.0, "原页面 2：框里有嵌套的大括号（E1）"),
+    ("\\boxed{\\frac{1}{2}}", "0.5", 1.0, "原页面 2：框里有嵌套的大括号"),
     ("\\boxed{2}\n\\boxed{3}", "3", 1.0, "原页面 3：取最后一个"),
     ("没有答案", "5", 0.0, "原页面 4：抠不出"),
     ("\\boxed{abc}", "5", 0.0, "原页面 5：不是数"),
-    ("\\boxed{inf}", "1", 0.0, "模型写了 inf（E2）"),
+    ("\\boxed{inf}", "1", 0.0, "模型写了 inf"),
     ("\\boxed{nan}", "1", 0.0, "模型写了 nan"),
     ("\\boxed{2\\frac{1}{2}}", "21/2", 0.0, "带分数 2½ 不等于 21/2"),
 ]
@@ -79,7 +168,7 @@ def seed_answer_table(cases: Sequence[tuple[str, str, float, str]] = SEED_AND_TR
             got = _outcome(reward, completion, gold)
             cells.append(got if got == f"{expected:.1f}" else f"**{got}** ✗")
         rows.append([_code(completion), _code(gold), f"{expected:.1f}", cells[0], cells[1], f"{note}"])
-    return markdown_table(["输入", "标准答案", "正确的奖励", "原页面的答案", "本课的实现", "说明"], rows)
+    return markdown_table(["输入", "标准答案", "正确的奖励", "原页面的答案", "参考实现", "说明"], rows)
 
 
 # Answer forms that are not in ANSWER_FORMS, one of each kind, to pay math-verify's one-off start-up
@@ -124,8 +213,8 @@ class VerifierStats(NamedTuple):
 def verifier_summary(results: Sequence[VerifierComparison]) -> list[VerifierStats]:
     """Agreement, false-negative / false-positive counts and time per sample of both verifiers."""
     out = []
-    for name, verdict, seconds in (("toy (agentrl_ref)", "toy_equal", "toy_seconds"),
-                                   ("math-verify 0.9.0", "math_verify_equal", "math_verify_seconds")):
+    for name, verdict, seconds in ((REFERENCE_NAME, "toy_equal", "toy_seconds"),
+                                   (MATH_VERIFY_NAME, "math_verify_equal", "math_verify_seconds")):
         said = [getattr(r, verdict) for r in results]
         times = [getattr(r, seconds) for r in results]
         out.append(VerifierStats(
@@ -149,7 +238,7 @@ def _duration(seconds: float) -> str:
 
 def summary_table(stats: Sequence[VerifierStats]) -> str:
     """Markdown: one row per verifier."""
-    header = ["判分器", "与人工一致", "漏判（false negative）", "误判（false positive）", "每个样本的时间（中位数）"]
+    header = ["验证器", "与人工一致", "漏判（false negative）", "误判（false positive）", "每个样本的时间（中位数）"]
     rows = [[f"{s.name}", f"{s.agree}/{s.total}", f"{s.false_negatives}/{s.positives} = {s.false_negative_rate:.0%}",
              f"{s.false_positives}/{s.negatives} = {s.false_positive_rate:.0%}", _duration(s.median_seconds)]
             for s in stats]
@@ -167,9 +256,10 @@ def forms_table(results: Sequence[VerifierComparison]) -> str:
     The narrow verdict columns come first, so that they stay on screen when long code spans widen the table.
     """
     rows = [[str(i), "1" if r.expected_equal else "0", _verdict(r.toy_equal, r.expected_equal),
-             _verdict(r.math_verify_equal, r.expected_equal), _code(r.completion), _code(r.gold), f"{r.note}"]
+             _verdict(r.math_verify_equal, r.expected_equal), _code(r.completion), _code(r.gold),
+             NOTE_ZH.get(r.note, r.note)]
             for i, r in enumerate(results, 1)]
-    return markdown_table(["#", "人工", "toy", "math-verify", "模型输出", "标准答案", "写法"], rows)
+    return markdown_table(["#", "人工", "参考实现", "math-verify", "模型输出", "标准答案", "写法"], rows)
 
 
 def plot_verifiers(results: Sequence[VerifierComparison]):
@@ -178,7 +268,7 @@ def plot_verifiers(results: Sequence[VerifierComparison]):
 
     kinds = {"agrees with human": "0.6", "false negative": "tab:orange", "false positive": "tab:red"}
     fig, ax = plt.subplots(figsize=(8, 3.2), dpi=110)
-    for row, (name, verdict, seconds) in enumerate((("toy (agentrl_ref)", "toy_equal", "toy_seconds"),
+    for row, (name, verdict, seconds) in enumerate((("reference (agentrl_ref)", "toy_equal", "toy_seconds"),
                                                     ("math-verify 0.9.0", "math_verify_equal", "math_verify_seconds"))):
         times = [getattr(r, seconds) for r in results]
         for k, (r, t) in enumerate(zip(results, times)):
@@ -191,7 +281,7 @@ def plot_verifiers(results: Sequence[VerifierComparison]):
         ax.plot([median, median], [row - 0.3, row + 0.3], color="black", linewidth=1.5)
         ax.annotate(f"median {_duration(median).replace('µ', 'u')}", (median, row + 0.32), ha="center", fontsize=8)
     ax.set_xscale("log")
-    ax.set_yticks([0, 1], ["toy (agentrl_ref)", "math-verify 0.9.0"])
+    ax.set_yticks([0, 1], ["reference (agentrl_ref)", "math-verify 0.9.0"])
     ax.set_ylim(-0.5, 1.6)
     ax.set_xlabel("seconds per call (log scale)")
     ax.set_title(f"{len(results)} answer forms: time per call and verdict vs a human grader")

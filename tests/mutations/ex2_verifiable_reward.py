@@ -6,6 +6,7 @@ MUTATIONS = {
     # TODO 1a
     "the first box instead of the last": ({0: "text.find(BOX)"}, "test_extract"),
     "str.rindex raises when there is no box": ({0: "text.rindex(BOX)"}, "test_never_raises"),
+    "rfind of \\boxed without its brace": ({0: 'text.rfind("\\\\boxed")'}, "test_extract"),
     # TODO 1b
     "stop at the first } (no counting, like [^{}]*)": ({1: 'text[i] == "}"'}, "test_extract"),
     "counter compared with 1": ({1: "depth == 1"}, "test_extract"),
