@@ -1,5 +1,9 @@
 """Visible tests of exercise 3 (multi-turn loss mask): the seed page's trajectory, the causal shift,
-and the ChatML rule on a real tokenized conversation."""
+and the ChatML rule on a real tokenized conversation. Each test returns what it observed (the masks,
+the rule's raw answers), which run_test records for grading.
+
+The expected ChatML rule is written out below (_PART_CASES), not imported: the reference answer
+(agentrl_ref.loss_mask) is not in exercise 3's grading sandbox."""
 from agentrl_ref.checks import expect, visible_test
 
 EX = "ex3_loss_mask"
@@ -28,6 +32,7 @@ def seed_raw_mask(build_loss_mask):
         hint = ("只有 assistant 段是 1；system、user、tool 都是 observation，应为 0。" if role != "assistant"
                 else "assistant 段的每个 token 都要是 1。")
         expect(got == want, f"{role} 段 token[{start}:{end}] 得到 {got}，期望 {want}", hint=hint)
+    return mask
 
 
 @visible_test(EX, "loss_mask", "原页面的轨迹：错位后的 mask（11 个位置，5 个计入 loss）")
@@ -44,6 +49,7 @@ def seed_shifted_mask(shift_mask_for_clm):
                 "shifted[t] = mask[t+1]。")
     expect(shifted == SEED_SHIFTED, f"得到 {shifted}，期望 {SEED_SHIFTED}",
            hint="shifted[t] = mask[t+1]：向左移一位，而不是向右。")
+    return shifted
 
 
 _PART_CASES = [  # (role, part, trained?) and why, for the hint
@@ -63,11 +69,14 @@ def _rule_of_the_cases(role: str, part: str) -> bool:
 
 @visible_test(EX, "is_trainable", "ChatML 的规则：header、正文、<|im_end|> 各训练哪些")
 def chatml_rule(is_trainable):
-    for role, part, want, _ in _PART_CASES:
-        print(f"  {role:9s} {part:8s} -> {int(bool(is_trainable(role, part)))}   期望 {int(want)}")
-    for role, part, want, why in _PART_CASES:
-        got = bool(is_trainable(role, part))
-        expect(got == want, f"is_trainable({role!r}, {part!r}) 得到 {got}，期望 {want}", hint=why)
+    answers = [is_trainable(role, part) for role, part, _, _ in _PART_CASES]
+    for (role, part, want, _), got in zip(_PART_CASES, answers):
+        print(f"  {role:9s} {part:8s} -> {int(bool(got))}   期望 {int(want)}")
+    for (role, part, want, why), got in zip(_PART_CASES, answers):
+        expect(isinstance(got, (bool, int)) and got in (0, 1),
+               f"is_trainable({role!r}, {part!r}) 返回了 {got!r}，应返回 True 或 False")
+        expect(bool(got) == want, f"is_trainable({role!r}, {part!r}) 得到 {got!r}，期望 {want}", hint=why)
+    return answers
 
 
 @visible_test(EX, "is_trainable", "真实对话：每个 token 的 mask 与 verl 的做法一致")
@@ -76,10 +85,12 @@ def real_conversation(is_trainable):
     from agentrl_ref.teaching.mask_plots import token_label
 
     chat = tokenize_chat(AGENT_CONVERSATION)
-    got = loss_mask_from_tokens(chat, is_trainable)
+    answers = [is_trainable(role, part) for role, part in zip(chat.roles, chat.parts)]
+    got = [int(bool(a)) for a in answers]
     want = loss_mask_from_tokens(chat, _rule_of_the_cases)
     print(f"  {len(chat)} 个 token，训练其中 {sum(got)} 个（期望 {sum(want)} 个）")
     for t, (g, w) in enumerate(zip(got, want)):
         label = token_label(chat.pieces[t])
         expect(g == w, f"token {t} {label!r}（{chat.roles[t]} 的 {chat.parts[t]}）得到 {g}，期望 {w}",
                hint="只训练 assistant 的正文和它的 <|im_end|>。")
+    return answers

@@ -2,10 +2,15 @@
 
 Blanks: 0 = TODO 1 (the condition in build_loss_mask), 1 = TODO 2 (shift_mask_for_clm's return),
 2 = TODO 3 (is_trainable on the ChatML parts).
+
+The `is` mutations pass every visible test (literals in one process are one interned object) and
+fail on the hidden role names built at run time. Python warns about `is` with a literal when it
+compiles the answer cell: that SyntaxWarning goes to the answer cell's stderr, not a test cell's.
 """
 MUTATIONS = {
     'role != "user" (trains system and tool)': ({0: 'role != "user"'}, "test_raw_mask"),
     "tool output trained too": ({0: 'role in ("assistant", "tool")'}, "test_raw_mask"),
+    'role is "assistant" (identity, not equality)': ({0: 'role is "assistant"'}, "test_raw_mask"),
     "mask[:-1]: shifted the wrong way": ({1: "mask[:-1]"}, "test_shift"),
     "mask not shifted at all": ({1: "mask"}, "test_shift"),
     "shift, then pad back to full length": ({1: "mask[1:] + [0]"}, "test_shift"),
@@ -13,4 +18,6 @@ MUTATIONS = {
     "<|im_end|> not trained (never stops)": ({2: 'role == "assistant" and part == "content"'}, "test_chatml_rule"),
     "tool content trained": ({2: 'role in ("assistant", "tool") and part in ("content", "end")'}, "test_chatml_rule"),
     "everything but headers": ({2: 'part != "header"'}, "test_chatml_rule"),
+    'role is "assistant" in the ChatML rule': ({2: 'role is "assistant" and part in ("content", "end")'},
+                                               "test_chatml_rule"),
 }

@@ -7,6 +7,9 @@ MUTATIONS = {
     "nonzero()[0]: the first index (a NumPy habit)": ({0: "loss_mask.nonzero()[0]"}, "test_last_token"),
     "nonzero(as_tuple=True): a tuple, not indices": ({0: "loss_mask.nonzero(as_tuple=True)"}, "test_last_token"),
     "the mask itself instead of its nonzero indices": ({0: "loss_mask"}, "test_last_token"),
+    # pass the seed example (five trained tokens), fail on hidden masks:
+    "squeeze(): a 0-dim tensor when one token is trained": ({0: "loss_mask.nonzero().squeeze()"}, "test_last_token"),
+    "nonzero()[-1]: IndexError on an all-zero mask": ({0: "loss_mask.nonzero()[-1]"}, "test_last_token"),
     # TODO 2a
     "divide by T instead of the mask sum": ({1: "len(loss_mask)"}, "test_uniform"),
     # TODO 2b
@@ -14,5 +17,6 @@ MUTATIONS = {
     # TODO 3
     "normalise KL over all tokens, not the trained ones": ({3: "kl_per_token / kl_per_token.sum()"},
                                                            "test_kl_weighted"),
+    "masked KL over the KL sum of all tokens": ({3: "masked_kl / kl_per_token.sum()"}, "test_kl_weighted"),
     "softmax instead of a proportional split": ({3: "torch.softmax(masked_kl, dim=0)"}, "test_kl_weighted"),
 }
