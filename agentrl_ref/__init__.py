@@ -43,6 +43,17 @@ _EXPORTS = {
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 __all__ = list(_MODULE_OF)
 
+# format_reward is both a module and a function of that module: once anything imports the submodule,
+# the import system sets the package attribute `format_reward` to the module, and __getattr__ below is
+# never asked again. Binding the function here, after that import, keeps `from agentrl_ref import
+# format_reward` the function. The module needs only `re`. (The grading sandbox of exercise 1 has no
+# such module: then nothing is bound.)
+try:
+    from agentrl_ref.format_reward import format_reward, tag_count_reward  # noqa: E402
+except ModuleNotFoundError as _missing:
+    if _missing.name != "agentrl_ref.format_reward":
+        raise
+
 
 def __getattr__(name: str):
     module = _MODULE_OF.get(name)

@@ -1,0 +1,65 @@
+"""The capstone (exercise 7): a tiny tool-using policy trained with SFT then GRPO, built from the six parts.
+
+    from agentrl_ref.agent import train, before_after_table, plot_training_curves, run_ablations
+    run = train(seed=0)                               # SFT, evaluation, GRPO, evaluation
+    run = train(seed=0, loss_fn=my_clipped_pg_loss,   # the student's blank ...
+                parts={"format_reward": my_format_reward})   # ... and their ex1-ex6 functions
+
+One small file per idea:
+    vocab.py      the fixed vocabulary (one token per role marker, tag, digit, operator)
+    task.py       the multiplication task, the calculator tool, held-out problems
+    episode.py    an episode as tokens + (role, start, end) spans; demonstrations
+    policy.py     TinyPolicy, a 2-layer decoder-only transformer with a key/value cache
+    rollout.py    the environment loop: sampling multi-turn episodes, running tool calls
+    parts.py      the six course parts (overridable) and the composite reward
+    batch.py      episodes -> tokens, the shifted loss mask, old log-probs
+    loss.py       clipped_pg_loss: the student's blank (hidden when grading; nothing else has the formula)
+    sft_trainer.py   supervised warm-up on demonstrations that use the tool only sometimes
+    grpo_trainer.py  rollout workers + trainer around AsyncRolloutBuffer on one asyncio loop
+    schedule.py   the simulated two-device timeline (throughput for max_staleness 0 vs 2)
+    evaluation.py held-out accuracy, tool-call rate, copy rate (sampled and greedy)
+    pipeline.py   train(): the whole capstone for one seed
+    ablations.py  short GRPO runs from the same SFT weights, one change each
+    tables.py, plots.py, render.py   what the notebook shows
+
+Names load lazily: importing this package imports neither torch nor loss.py. No module is named
+like a public name (a submodule import would otherwise replace the function on the package).
+"""
+from importlib import import_module
+
+_EXPORTS = {
+    "vocab": ["TOKENS", "VOCAB", "Vocab"],
+    "task": ["Problem", "Task", "calculator", "make_task"],
+    "episode": ["Episode", "EpisodeBuilder", "answer_text", "demo_episode", "tool_call_text"],
+    "policy": ["TinyPolicy", "make_policy"],
+    "rollout": ["sample_episodes"],
+    "parts": ["COS_MAX_LEN", "EXERCISE_OF", "Parts", "REWARD_WEIGHTS", "build_reward_fn", "resolve_parts"],
+    "batch": ["Batch", "collate", "token_logp"],
+    "loss": ["clipped_pg_loss", "pg_stats"],
+    "sft_trainer": ["SFTConfig", "demonstrations", "sft"],
+    "grpo_trainer": ["GRPOConfig", "GRPOResult", "grpo", "grpo_async"],
+    "schedule": ["Replay", "replay"],
+    "evaluation": ["EvalResult", "evaluate", "summarize"],
+    "pipeline": ["CapstoneRun", "EXTRA_SEEDS", "NOTEBOOK_SEED", "run_grpo", "run_sft", "train"],
+    "ablations": ["ABLATIONS", "ABLATION_GRPO", "ALL_ABLATIONS", "AblationResult", "run_ablation",
+                  "run_ablations", "run_cliff"],
+    "tables": ["ablation_table", "before_after_table", "timing_table"],
+    "plots": ["plot_ablation", "plot_ablations", "plot_schedule", "plot_training_curves"],
+    "render": ["episode_html"],
+}
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+assert not set(_MODULE_OF) & set(_EXPORTS), "a public name equal to a module name would be shadowed by the module"
+__all__ = list(_MODULE_OF)
+
+
+def __getattr__(name: str):
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agentrl_ref.agent' has no attribute {name!r}")
+    value = getattr(import_module(f"agentrl_ref.agent.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,74 @@
+"""The six course parts the trainer is built from, with agentrl_ref's references as defaults.
+
+    parts = resolve_parts({"format_reward": my_format_reward, "AsyncRolloutBuffer": MyBuffer})
+
+A student pastes their own exercise functions in; the names and signatures are the notebooks':
+format_reward(completion) (ex1), accuracy_reward(completion, gold) (ex2),
+build_loss_mask(token_ids, role_spans) and shift_mask_for_clm(mask) on lists (ex3),
+AsyncRolloutBuffer(batch_size, max_capacity[, max_staleness=]) (ex4),
+cosine_length_reward(completion, gold, max_len) and make_reward_fn(weights, funcs) (ex5),
+group_normalize(rewards, group_size), broadcast_to_tokens(advantages, loss_mask) and the per-sequence
+assign_reward_last_token(seq_reward, loss_mask) (ex6).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any, Callable
+
+EXERCISE_OF = {
+    "format_reward": 1, "accuracy_reward": 2, "build_loss_mask": 3, "shift_mask_for_clm": 3,
+    "AsyncRolloutBuffer": 4, "cosine_length_reward": 5, "make_reward_fn": 5,
+    "group_normalize": 6, "broadcast_to_tokens": 6, "assign_reward_last_token": 6,
+}
+
+# The composite reward of the capstone (ex5's seed weights): 0.1 format + 1.0 accuracy + 0.2 cosine length.
+REWARD_WEIGHTS = {"fmt": 0.1, "acc": 1.0, "cos_len": 0.2}
+COS_MAX_LEN = 64  # characters of the final answer turn: a well-formed one has 44 (empty think) to 49
+
+
+@dataclass(frozen=True)
+class Parts:
+    """One callable (or class) per part; build with resolve_parts()."""
+
+    format_reward: Callable
+    accuracy_reward: Callable
+    build_loss_mask: Callable
+    shift_mask_for_clm: Callable
+    AsyncRolloutBuffer: Any
+    cosine_length_reward: Callable
+    make_reward_fn: Callable
+    group_normalize: Callable
+    broadcast_to_tokens: Callable
+    assign_reward_last_token: Callable
+
+
+def resolve_parts(overrides: dict[str, Any] | Parts | None = None, **kwargs: Any) -> Parts:
+    """Parts with agentrl_ref's references, replaced by overrides (a dict or keywords); ValueError for unknown names."""
+    if isinstance(overrides, Parts):
+        overrides = {f.name: getattr(overrides, f.name) for f in fields(Parts)}
+    chosen = {**(overrides or {}), **kwargs}
+    unknown = sorted(set(chosen) - set(EXERCISE_OF))
+    if unknown:
+        raise ValueError(f"unknown part(s) {unknown}; the parts are {sorted(EXERCISE_OF)}")
+    return Parts(**{name: chosen[name] if name in chosen else _reference(name) for name in EXERCISE_OF})
+
+
+def _reference(name: str):
+    """agentrl_ref's public `name`. Once the submodule agentrl_ref.format_reward is imported, the package
+    attribute format_reward is that module, not the function; take the function from it then."""
+    import types
+
+    import agentrl_ref
+
+    value = getattr(agentrl_ref, name)
+    return getattr(value, name) if isinstance(value, types.ModuleType) else value
+
+
+def build_reward_fn(parts: Parts, weights: dict[str, float] | None = None, cos_max_len: int = COS_MAX_LEN):
+    """R(answer_text, gold) -> {"fmt", "acc", "cos_len", "total"} via parts.make_reward_fn (weight 0: logged only)."""
+    funcs = {
+        "fmt": lambda completion, gold: parts.format_reward(completion),
+        "acc": parts.accuracy_reward,
+        "cos_len": lambda completion, gold: parts.cosine_length_reward(completion, gold, cos_max_len),
+    }
+    return parts.make_reward_fn(dict(REWARD_WEIGHTS if weights is None else weights), funcs)
