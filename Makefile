@@ -64,6 +64,7 @@ release: venv
 
 bench: venv
 	$(PY) bench/run.py
+	$(PY) bench/capstone.py
 
 # A simulated class of 30 students x every assignment, graded serially (SQLite) and in parallel (PostgreSQL).
 bench-grading: venv

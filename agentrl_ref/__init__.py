@@ -49,7 +49,7 @@ __all__ = list(_MODULE_OF)
 # format_reward` the function. The module needs only `re`. (The grading sandbox of exercise 1 has no
 # such module: then nothing is bound.)
 try:
-    from agentrl_ref.format_reward import format_reward, tag_count_reward  # noqa: E402
+    from agentrl_ref.format_reward import format_reward, tag_count_reward  # noqa: E402, F401
 except ModuleNotFoundError as _missing:
     if _missing.name != "agentrl_ref.format_reward":
         raise

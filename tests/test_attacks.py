@@ -115,7 +115,8 @@ for _m in [m for m in _sys.modules if m.startswith("agentrl_ref")]:
 FORGE_RECORDS = """\
 import agentrl_ref.checks.probes as _p
 _real_emit = _p._emit
-_public = {"visible:ex1_format_reward.multi_line": 1.0, "visible:ex1_format_reward.seed_table": [1.0, 0.0, 0.0, 0.0, 1.0]}
+_public = {"visible:ex1_format_reward.multi_line": 1.0,
+           "visible:ex1_format_reward.seed_table": [1.0, 0.0, 0.0, 0.0, 1.0]}
 
 
 def _emit(name, data):
@@ -208,7 +209,8 @@ _sp.Popen("exec sleep 1000 # {mark}", shell=True, stdout=_sys.__stdout__.fileno(
 OTHER_KERNELS = """\
 import glob as _glob
 import os as _os
-_found = _glob.glob("/var/tmp/agentrl-grader/*/conn/*") + _glob.glob("/tmp/*.json") + _glob.glob("/run/**/kernel-*.json", recursive=True)
+_found = (_glob.glob("/var/tmp/agentrl-grader/*/conn/*") + _glob.glob("/tmp/*.json")
+          + _glob.glob("/run/**/kernel-*.json", recursive=True))
 print("connection files I can see:", _found)
 import zmq as _zmq
 for _f in _found:
@@ -446,7 +448,8 @@ def test_every_attack_is_a_row_in_the_report(attacked, attack):
 def test_honest_students_keep_their_scores(attacked):
     for kind in CONTROLS:
         assert attacked["cells"][f"control-{kind}"] == attacked["alone"][f"control-{kind}"], kind
-    assert sum(attacked["cells"]["control-reference"].values()) == float(attacked["rows"]["control-reference"]["max_score"])
+    top = float(attacked["rows"]["control-reference"]["max_score"])
+    assert sum(attacked["cells"]["control-reference"].values()) == top
 
 
 def test_nothing_outlives_the_run(attacked):

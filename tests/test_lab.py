@@ -32,7 +32,8 @@ def _lab(folder: str, student: bool, tmp_path: Path):
         env["JUPYTER_CONFIG_PATH"] = str(ROOT / "grader" / "student-lab")
     proc = subprocess.Popen(
         [str(Path(sys.executable).parent / "jupyter"), "lab", "--no-browser", "--ServerApp.ip=127.0.0.1",
-         f"--ServerApp.port={port}", f"--IdentityProvider.token={TOKEN}", "--allow-root", f"--notebook-dir={ROOT / folder}"],
+         f"--ServerApp.port={port}", f"--IdentityProvider.token={TOKEN}", "--allow-root",
+         f"--notebook-dir={ROOT / folder}"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     for _ in range(240):

@@ -23,7 +23,8 @@ def _slug(text: str) -> str:
 
 @pytest.fixture(scope="session")
 def graded_class(tmp_path_factory):
-    """Every assignment's submissions, graded once; yields (out folder, {(student, assignment): {grade_id: (score, max)}})."""
+    """Every assignment's submissions, graded once: (out folder, {(student, assignment): {grade_id: (score, max)}},
+    {(student, assignment): Submission})."""
     root = tmp_path_factory.mktemp("class")
 
     def submit(student: str, assignment: str, text: str) -> None:
