@@ -134,8 +134,8 @@ def _kind(x: Any) -> str:
     if isinstance(x, dict):
         if "raised" in x:
             return f"抛出 {x['raised']}"
-        if "timeout" in x:
-            return f"{x['timeout']:g} 秒内没有结束（卡住）"
+        if "stuck" in x:
+            return "卡住了（等待的条件一直没有满足）"
         if "ok" in x:
             return "正常返回"
         if "unsupported" in x:
@@ -145,7 +145,7 @@ def _kind(x: Any) -> str:
 
 
 def _short(x: Any, limit: int = 80) -> str:
-    if isinstance(x, dict) and ({"raised", "timeout", "unsupported"} & set(x)):
+    if isinstance(x, dict) and ({"raised", "stuck", "unsupported"} & set(x)):
         return _kind(x)
     if isinstance(x, dict) and "tensor" in x:
         x = x["tensor"]
@@ -178,7 +178,8 @@ def judge(cell, expected: list[tuple[str, Any]]) -> Verdict:
         values = got_by_name.get(name, [])
         label = _label(name, position, len(expected))
         if not values:
-            return Verdict(False, f"{label}没有跑完（之前的代码出错或卡住了）")
+            missing = "没有通过或没有跑完" if name.startswith(VISIBLE) else "没有跑完（之前的代码出错或卡住了）"
+            return Verdict(False, f"{label}{missing}")
         diff = difference(values[0], want)
         if diff:
             return Verdict(False, f"{label}不通过：{diff}" if name.startswith(VISIBLE) else f"{label}不通过")

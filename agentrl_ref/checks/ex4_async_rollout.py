@@ -2,7 +2,8 @@
 trainers.
 
 Every test is a coroutine (the notebook awaits it in the kernel's running loop). Nothing here may
-hang on a wrong answer: each wait is bounded by TIMEOUT seconds, and every task a test starts is
+hang on a wrong answer: each wait is bounded by a budget of event-loop turns (probes.finish_within, not
+seconds: a busy machine cannot make a right answer look stuck), and every task a test starts is
 cancelled and awaited before the test returns, so no "Task was destroyed" warning reaches stderr.
 The "time" in these scenarios is asyncio.sleep(0): a turn of the event loop, not a real wait.
 
@@ -15,10 +16,10 @@ import asyncio
 import random
 
 from agentrl_ref.checks import CheckFailure, expect, visible_test
+from agentrl_ref.checks.probes import finish_within
 
 EX = "ex4_async_rollout"
 PART = "AsyncRolloutBuffer"
-TIMEOUT = 1.0  # seconds; every scenario finishes in milliseconds when the buffer is right
 
 HANG_HINT = ("put() 之后要把等待的 trainer 叫醒（记得调用方法，不只是写出它的名字）；"
              "wait_for 的条件是“至少攒够一个 batch”。")
@@ -52,11 +53,12 @@ async def _spin(turns: int = 20) -> None:
 
 
 async def _within(awaitable, what: str, hint: str = HANG_HINT):
-    """Await with a timeout; a timeout becomes a CheckFailure that says what never happened."""
-    try:
-        return await asyncio.wait_for(awaitable, TIMEOUT)
-    except asyncio.TimeoutError:
-        raise CheckFailure(f"{what}：等了 {TIMEOUT:g} 秒还没有结果，程序卡住了\n    提示：{hint}") from None
+    """Await within a budget of event-loop turns (probes.finish_within); a stuck wait becomes a CheckFailure
+    that says what never happened."""
+    task = await finish_within(awaitable)
+    if task is None:
+        raise CheckFailure(f"{what}：等了很久还没有结果，程序卡住了\n    提示：{hint}")
+    return task.result()
 
 
 async def _put_all(buf, items) -> None:
