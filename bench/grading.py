@@ -60,7 +60,7 @@ def main() -> None:
         grades = [(tmp / name / "grades.csv").read_text(encoding="utf-8")
                   for name in ("sandboxed", "unsandboxed", "postgres")[: len(runs)]]
     same = all(g == grades[0] for g in grades)
-    steps = ["prepare", "execute", "record", "feedback", "report", "total"]
+    steps = ["prepare", "execute", "record", "feedback", "report", "total"]  # record and feedback overlap execute
     print(f"\n## Grading {args.students} students x {len(ASSIGNMENTS)} assignments = {notebooks} notebooks "
           f"({os.cpu_count()} cores, {args.jobs} notebooks executing at a time, SQLite gradebook unless said)\n")
     print("| run | " + " | ".join(steps) + " | notebooks / min |")

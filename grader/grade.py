@@ -425,7 +425,8 @@ def grade(submissions: Path, out: Path, cell_timeout: int = 60, notebook_timeout
           db_url: str | None = None, jobs: int | None = None, sandbox: bool = True,
           limits=None, timings: dict | None = None, quiet: bool = False) -> list[Submission]:
     """Grade every submission in the folder into out; see the module docstring. timings (if given) gets the
-    seconds each step took: prepare, execute (reference runs included), record, feedback, report, total."""
+    seconds each step took: prepare, execute (reference runs included; recording and feedback of finished
+    assignments run alongside, and their own seconds are in record and feedback), report, total."""
     started = time.perf_counter()
     timings = {} if timings is None else timings
     mark = [started]
@@ -492,18 +493,25 @@ def grade(submissions: Path, out: Path, cell_timeout: int = 60, notebook_timeout
                         sub.notes.append(f"参考答案在评分环境里运行失败，这份作业没有评分：{exp}")
             else:
                 expected[name] = exp
-        todo = [s for s in subs if s.status == "ok"]
-        list(pool.map(lambda s: execute_one(s, course, runners[s.assignment], expected[s.assignment],
-                                            grading / "work"), todo))
+        running = {name: [pool.submit(execute_one, s, course, runners[name], expected[name], grading / "work")
+                          for s in subs if s.assignment == name and s.status == "ok"] for name in names}
+        # While the pool works through the later assignments, nbgrader (one writer, in this thread) records
+        # each assignment whose notebooks are all judged, and writes its feedback.
+        timings["record"] = timings["feedback"] = 0.0
+        for name in names:
+            for future in running[name]:
+                future.result()
+            step = time.perf_counter()
+            record(course, [name], db_url)
+            timings["record"] += time.perf_counter() - step
+            step = time.perf_counter()
+            feedback(course, [name], db_url)
+            timings["feedback"] += time.perf_counter() - step
     if sandbox:
         sweep_stale_cgroups()
-    lap("execute")
-    record(course, names, db_url)
-    lap("record")
-    feedback(course, names, db_url)
-    if (course / "feedback").is_dir():
+    lap("execute")  # the sandboxes, with recording and feedback of finished assignments alongside
+    if (course / "feedback").is_dir():  # copied out once every sandbox is gone
         shutil.copytree(course / "feedback", out / "feedback")
-    lap("feedback")
     scores, maxima = gradebook_scores(db_url, COURSE_ID, subs)
     write_csvs(out, subs, scores, maxima)
     header = (["**沙箱：已启用**（每份 notebook 在独立的 bubblewrap 沙箱里运行，判分在沙箱外）。"] if sandbox else
