@@ -176,3 +176,28 @@ def test_screenshot_after_checking(cloze_page, artifacts):
         inputs.nth(position).fill(answers[index] if position % 3 else "wrong")
     inputs.first.press("Enter")
     card(cloze_page, key).screenshot(path=str(artifacts / "cloze-card-checked.png"))
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_seed_box_shows_the_largest_seed_whole(width, site_url, browser, artifacts):
+    """The seed box is wide enough for any 32-bit seed (10 digits): nothing scrolls out of sight."""
+    largest = 2**32 - 1
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    page.goto(f"{site_url}/book/cloze.html?seed={largest}", wait_until="load")
+    page.wait_for_selector(".cloze-card.cloze-ready")
+    boxes = page.locator("input.cloze-seed")
+    assert boxes.count() == len(KEYS)
+    sizes = boxes.evaluate_all("boxes => boxes.map(b => [b.value, b.scrollWidth, b.clientWidth])")
+    for value, scroll_width, client_width in sizes:
+        assert value == str(largest)
+        assert scroll_width <= client_width, f"seed cut: {scroll_width}px of text in a {client_width}px box"
+    # typed in (the caret at the end) and applied: still whole
+    box = card(page, "loss_mask").locator("input.cloze-seed")
+    box.fill("")
+    box.type(str(largest))
+    assert box.evaluate("b => [b.scrollWidth <= b.clientWidth, b.scrollLeft]") == [True, 0]
+    box.press("Enter")
+    assert box.input_value() == str(largest)
+    card(page, "format_reward").locator(".cloze-controls").screenshot(
+        path=str(artifacts / f"cloze-seed-box-{width}.png"))
+    page.close()

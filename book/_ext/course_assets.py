@@ -15,13 +15,21 @@ It also makes the site work from its own folder with no network and wires the co
   student notebook notebooks/<a>.ipynb, and the download menu offers it next to the page's .ipynb,
   and all student notebooks in one zip (dist/agentrl-notebooks.zip);
 - dist/agentrl_ref-<version>-py3-none-any.whl: the course package, which the setup cell of every
-  student notebook installs from the site (html.baseurl in _config.yml) where it is missing.
+  student notebook installs from the site (html.baseurl in _config.yml) where it is missing;
+- accessibility (checked with axe-core by tests/test_accessibility.py): three theme components
+  overridden in templates/ (the search button's and the colour-mode button's accessible names, the
+  sidebar's site title inside a landmark); every scrollable table wrapper a named, focusable region
+  (label_scrollable_tables); index.html a real page (lang, title, a link) that redirects to the
+  root page instead of a bare meta refresh (write_index_page).
 """
 from __future__ import annotations
 
+import html
+import re
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -60,6 +68,8 @@ def use_offline_assets(app, config) -> None:
     """Fetch (once) the pinned offline assets and serve them and the course's own static files."""
     # pydata-sphinx-theme logs a console error on every page when no default mode is set
     config.html_context = {"default_mode": "auto", **config.html_context}
+    # our component overrides (templates/) come before the themes' own
+    config.templates_path = [str(HERE / "templates")] + list(config.templates_path)
     static = offline_assets.ensure()
     config.html_static_path = list(config.html_static_path) + [str(static), str(HERE / "static")]
     wanted = {"mathjax_path": offline_assets.MATHJAX_PATH}
@@ -107,6 +117,80 @@ def student_notebook_buttons(app, pagename, templatename, context, doctree) -> N
                 "icon": "fas fa-file-zipper",
                 "label": "download-all-notebooks-button",
             })
+
+
+TABLE_WRAPPER = '<div class="pst-scrollable-table-container">'  # pydata-sphinx-theme's translator
+
+
+def _text(fragment: str) -> str:
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", fragment)).split())
+
+
+def _table_label(table_html: str) -> str:
+    """A table's accessible name: its caption, else "表格：" and its first column headings."""
+    caption = re.search(r"<caption\b[^>]*>(.*?)</caption>", table_html, re.S)
+    if caption and _text(caption.group(1)):
+        return _text(caption.group(1))
+    head = re.search(r"<thead\b.*?</thead>", table_html, re.S)
+    cells = [_text(c) for c in re.findall(r"<th\b[^>]*>(.*?)</th>", head.group(0) if head else "", re.S)]
+    cells = [c for c in cells if c]
+    if not cells:
+        return "表格"
+    return "表格：" + "、".join(cells[:3]) + ("……" if len(cells) > 3 else "")
+
+
+def label_scrollable_tables(app, pagename, templatename, context, doctree) -> None:
+    """Every table sits in the theme's horizontally scrolling wrapper. Make each wrapper a region
+    that a keyboard can reach (tabindex 0: arrow keys then scroll it) and a screen reader can name
+    (axe-core: scrollable-region-focusable). The theme's script drops the wrapper from the tab order
+    again (tabindex -1) while its table fits, so only tables that really scroll are tab stops."""
+    body = context.get("body")
+    if not body or TABLE_WRAPPER not in body:
+        return
+    first, *rest = body.split(TABLE_WRAPPER)
+    seen: Counter = Counter()
+    out = [first]
+    for part in rest:
+        label = _table_label(part.split("</table>", 1)[0])
+        seen[label] += 1
+        if seen[label] > 1:  # landmarks of one page need distinct names
+            label = f"{label}（{seen[label]}）"
+        out.append(f'<div class="pst-scrollable-table-container" role="region" tabindex="0" '
+                   f'aria-label="{html.escape(label)}">{part}')
+    context["body"] = "".join(out)
+
+
+INDEX_PAGE = """<!DOCTYPE html>
+<html lang="{lang}">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Refresh" content="0; url={url}">
+<link rel="canonical" href="{url}">
+<title>{title}</title>
+</head>
+<body>
+<main>
+<h1>{title}</h1>
+<p>正在打开课程首页：<a href="{url}">{title}</a></p>
+</main>
+</body>
+</html>
+"""
+
+
+def write_index_page(app, exception) -> None:
+    """index.html when the root page is elsewhere (book/intro): sphinx-external-toc writes a bare
+    meta refresh, a blank page with no language, title or link when a browser blocks automatic
+    redirects (axe-core: document-title, html-has-lang). This one redirects the same way and is
+    a real page otherwise. Runs before sphinx-external-toc's handler, which then keeps it."""
+    if exception is not None or app.builder.name != "html" or app.config.root_doc == "index":
+        return
+    url = html.escape(f"{app.config.root_doc}.html")
+    lang = (app.config.language or "en").replace("_", "-")
+    title = html.escape(app.config.html_title or app.config.project)
+    page = INDEX_PAGE.format(lang=html.escape(lang), url=url, title=title)
+    (Path(app.outdir) / "index.html").write_text(page, encoding="utf-8")
 
 
 def build_wheel(dest: Path) -> Path:
@@ -169,7 +253,9 @@ def setup(app):
     app.connect("html-page-context", dedupe_scripts)
     app.connect("config-inited", use_offline_assets)
     app.connect("html-page-context", student_notebook_buttons, priority=600)
+    app.connect("html-page-context", label_scrollable_tables)
     app.connect("build-finished", copy_site_files)
+    app.connect("build-finished", write_index_page, priority=400)  # before sphinx-external-toc's
     app.add_css_file("course/site.css")
     cloze_directive.setup(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

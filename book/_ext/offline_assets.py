@@ -11,6 +11,10 @@ copies it to `_build/html/_static/offline/`:
 
 Idempotent: a stamp records what was unpacked; a second call with the same pins does nothing
 and needs no network. Usage: python book/_ext/offline_assets.py  (or: make vendor)
+
+Test-only packages (TEST_PACKAGES: axe-core, the accessibility checker of tests/test_accessibility.py)
+are pinned, fetched and checked the same way into the same cache, but never unpacked into the site:
+read_test_asset() reads one file straight from the checked tarball.
 """
 from __future__ import annotations
 
@@ -38,6 +42,14 @@ PACKAGES: dict[str, tuple[str, str]] = {
         "2.3.8", "sha512-7/cTSLOdYkNBNJcDMWf+luFvMriVm7eYxp4BcFCsAX0wF421Vyce5SXP17c+Jd5otXKGNehIonFlyQXSowL6Mw=="),
     "@jupyter-widgets/html-manager": (
         "1.0.15", "sha512-5thBIV6ymNgmPVOHvzx+gGy8ZSKmSazhtGw4/c4xJDVzRhG9PTeQsRjF3FUTopvFi//SABeNz1yp47bCrJ3CQA=="),
+}
+
+# Test-only packages: fetched and checked exactly like the ones above (same cache), but never
+# unpacked into the site. axe-core is the accessibility checker tests/test_accessibility.py injects
+# into each page with Playwright; no page of the build loads it.
+TEST_PACKAGES: dict[str, tuple[str, str]] = {
+    "axe-core": (
+        "4.14.1", "sha512-FHfa+lmNjQZfJz1q8wKqIDwC6DExcHt/pkjNQb09a3NPjCKg2rhu5qb2S4r76ASyFNNtuFooJpZe37OgudVGtQ=="),
 }
 
 # What the site needs from each package: (path inside the package, path under offline/).
@@ -98,6 +110,17 @@ def fetch(name: str, version: str, integrity: str) -> Path:
     if _integrity(tarball) != integrity:
         raise RuntimeError(f"{tarball} does not match its pinned checksum: delete it and run again")
     return tarball
+
+
+def read_test_asset(name: str, member: str) -> str:
+    """The text of one file of a pinned test-only package (TEST_PACKAGES), read from its checked tarball."""
+    version, integrity = TEST_PACKAGES[name]
+    with tarfile.open(fetch(name, version, integrity)) as tar:
+        data = tar.extractfile(f"package/{member}")
+        if data is None:
+            raise RuntimeError(f"{name}@{version}: {member} is not a file")
+        with data:
+            return data.read().decode("utf-8")
 
 
 def _copy_member(tar: tarfile.TarFile, members: dict[str, tarfile.TarInfo], src: str, dest: Path) -> None:
