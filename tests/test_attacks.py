@@ -530,3 +530,24 @@ def test_postgres_gradebook_has_a_random_password_never_on_a_command_line():
         create_engine(db_url).connect().close()
         with pytest.raises(OperationalError):
             create_engine(db_url.replace(password, "wrong-password")).connect()
+
+
+ANSWER_MODULE = {"ex1_format_reward": "format_reward.py", "ex2_verifiable_reward": "verifiable_reward.py",
+                 "ex3_loss_mask": "loss_mask.py", "ex4_async_rollout": "rollout_buffer.py",
+                 "ex5_composite_reward": "composite_reward.py", "ex6_token_credit": "token_credit.py",
+                 "ex7_agent_grpo": "agent/loss.py"}
+
+
+@pytest.mark.parametrize("assignment", sorted(ANSWER_MODULE))
+def test_grading_package_holds_no_answer(assignment, tmp_path):
+    """The copy of agentrl_ref a grading kernel sees: never the assignment's own answer, never the cloze
+    cards (every answer is in them), always the checks."""
+    import execute
+
+    root = execute.grading_package(assignment, tmp_path) / "agentrl_ref"
+    files = {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
+    assert ANSWER_MODULE[assignment] not in files
+    assert "teaching/cloze_snippets.json" not in files
+    assert {"__init__.py", "checks/__init__.py", "checks/probes.py"} <= files
+    text = "".join((root / f).read_text(encoding="utf-8") for f in files if f.endswith(".py"))
+    assert "def clipped_pg_loss" not in text  # exercise 7's answer lives in agent/loss.py only
