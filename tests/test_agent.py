@@ -356,6 +356,29 @@ def test_grpo_takes_the_students_loss_and_buffer_even_without_loss_py(tiny_run, 
     assert "clip_frac" not in res.history[0]
 
 
+def test_advantage_fn_replaces_the_default_wiring_with_the_same_numbers(tiny_run):
+    """Exercise 7's second blank: the notebook's own (rewards, group_size, mask) -> [B, T] wiring."""
+    from agentrl_ref import broadcast_to_tokens, group_normalize
+
+    calls = []
+
+    def token_advantages(rewards, group_size, loss_mask):
+        calls.append((tuple(rewards.shape), group_size, tuple(loss_mask.shape)))
+        return broadcast_to_tokens(group_normalize(rewards, group_size), loss_mask)
+
+    cfg = GRPOConfig(steps=2, prompts_per_step=4, group_size=4)
+    own = grpo(tiny_run.sft_policy(), tiny_run.task, cfg, advantage_fn=token_advantages)
+    assert [c[:2] for c in calls] == [((16,), 4)] * 2 and all(c[2][0] == 16 for c in calls)
+    assert _curves_of(own) == _curves_of(grpo(tiny_run.sft_policy(), tiny_run.task, cfg))
+    with pytest.raises(ValueError, match="advantage_fn"):
+        grpo(tiny_run.sft_policy(), tiny_run.task, GRPOConfig(steps=1, prompts_per_step=4, group_size=4,
+                                                              credit="last_token"), advantage_fn=token_advantages)
+
+
+def _curves_of(result):
+    return json.dumps([{k: v for k, v in row.items() if k != "train_seconds"} for row in result.history])
+
+
 def test_grpo_works_inside_a_running_event_loop_with_the_same_numbers(tiny_run):
     cfg = GRPOConfig(steps=2, prompts_per_step=4, group_size=4)
 

@@ -5,12 +5,21 @@ import nbformat
 import pytest
 
 import agentrl_ref
+from agentrl_ref.agent import clipped_pg_loss
 from agentrl_ref.checks import _REGISTRY, _load_all, check, run_test
 from course import ASSIGNMENTS, SOURCE, student_notebook
+
+
+def _token_advantages(rewards, group_size, loss_mask):
+    """Exercise 7's wiring of exercise 6's two functions (the answer has no module of its own)."""
+    return agentrl_ref.broadcast_to_tokens(agentrl_ref.group_normalize(rewards, group_size), loss_mask)
+
 
 # part -> the reference object(s) the visible tests of that part need, by notebook name
 REFERENCE_NAMESPACE = {
     "format_reward": agentrl_ref.format_reward,
+    "clipped_pg_loss": clipped_pg_loss,  # exercise 7: agentrl_ref.agent.loss
+    "token_advantages": _token_advantages,
 }
 
 

@@ -2,7 +2,8 @@
 
     from agentrl_ref.agent import train, before_after_table, plot_training_curves, run_ablations
     run = train(seed=0)                               # SFT, evaluation, GRPO, evaluation
-    run = train(seed=0, loss_fn=my_clipped_pg_loss,   # the student's blank ...
+    run = train(seed=0, loss_fn=my_clipped_pg_loss,   # the student's blanks ...
+                advantage_fn=my_token_advantages,     # (rewards [B], group_size, mask [B, T]) -> [B, T]
                 parts={"format_reward": my_format_reward})   # ... and their ex1-ex6 functions
 
 One small file per idea:
@@ -43,7 +44,7 @@ _EXPORTS = {
     "pipeline": ["CapstoneRun", "EXTRA_SEEDS", "NOTEBOOK_SEED", "run_grpo", "run_sft", "train"],
     "ablations": ["ABLATIONS", "ABLATION_GRPO", "ALL_ABLATIONS", "AblationResult", "run_ablation",
                   "run_ablations", "run_cliff"],
-    "tables": ["ablation_table", "before_after_table", "timing_table"],
+    "tables": ["ABLATION_ZH", "ablation_table", "arm_label_zh", "before_after_table", "timing_table"],
     "plots": ["plot_ablation", "plot_ablations", "plot_schedule", "plot_training_curves"],
     "render": ["episode_html"],
 }

@@ -1,6 +1,7 @@
 """GRPO with rollout workers and a trainer joined by ex4's AsyncRolloutBuffer, on one asyncio event loop.
 
     result = grpo(policy, task, GRPOConfig(max_staleness=1), loss_fn=my_loss, parts={"format_reward": my_fn})
+    result = grpo(policy, task, advantage_fn=my_token_advantages)   # (rewards, group_size, mask) -> [B, T]
 
 Workers claim *chunks* (prompts_per_step / n_workers prompts x group_size samples), generate them with
 the current weights and put each trajectory {"policy_version", "group", "episode"} into the buffer.
@@ -8,8 +9,8 @@ Staleness is bounded on the producer side, by AReaL's admission rule: a chunk ma
 trajectories started so far <= (max_staleness + version + 1) * batch_size; the buffer's own
 get_batch(current_version=...) (ex4) then drops anything older than max_staleness (it never has to).
 The trainer takes batch_size trajectories, scores them with the composite reward (ex1 + ex2 + ex5),
-normalises per group and broadcasts to tokens (ex6), builds the loss mask (ex3), and steps on
-loss_fn (the exercise's clipped_pg_loss by default).
+normalises per group and broadcasts to tokens (ex6; or the caller's advantage_fn), builds the loss
+mask (ex3), and steps on loss_fn (the exercise's clipped_pg_loss by default).
 
 Single thread: tasks switch only at awaits, so a run is deterministic (same seed -> same curves).
 Generation and training do not overlap in wall time; schedule.replay() turns the recorded per-chunk
@@ -118,9 +119,13 @@ def _groups(batch: list[dict], group_size: int) -> list[dict]:
 
 
 class _Trainer:
-    def __init__(self, policy, task: Task, cfg: GRPOConfig, parts, loss_fn):
+    def __init__(self, policy, task: Task, cfg: GRPOConfig, parts, loss_fn, advantage_fn=None):
+        if advantage_fn is not None and cfg.credit != "broadcast":
+            raise ValueError("advantage_fn replaces group_normalize + broadcast_to_tokens: use it with "
+                             f"credit='broadcast', not {cfg.credit!r}")
         self.policy, self.task, self.cfg, self.parts = policy, task, cfg, parts
         self.loss_fn = loss_fn or default_loss_fn()
+        self.advantage_fn = advantage_fn
         self.stats_fn = _stats_fn()
         self.reward_fn = build_reward_fn(parts, cfg.reward_weights, cfg.cos_max_len)
         self.opt = torch.optim.Adam(policy.parameters(), lr=cfg.lr, betas=(0.9, 0.99))
@@ -175,9 +180,11 @@ class _Trainer:
         episodes = [traj["episode"] for traj in batch]
         scores = [self.reward_fn(e.answer_text, e.problem.answer) for e in episodes]
         total = torch.tensor([float(s["total"]) for s in scores])
-        advantages = self.parts.group_normalize(total, cfg.group_size)
         b = collate(episodes, self.parts, cfg.train_tool_tokens)
-        token_adv = self.token_advantages(advantages, b.mask)
+        if self.advantage_fn is not None:  # the caller's own wiring: [B] rewards -> [B, T] token advantages
+            token_adv = self.advantage_fn(total, cfg.group_size, b.mask)
+        else:
+            token_adv = self.token_advantages(self.parts.group_normalize(total, cfg.group_size), b.mask)
         logp_new = token_logp(self.policy, b)
         loss = self.loss_fn(logp_new, b.logp_old, token_adv, b.mask, cfg.clip_eps)
         self.opt.zero_grad(set_to_none=True)
@@ -238,9 +245,10 @@ class _Trainer:
         return getattr(buffer, "dropped_stale", 0), getattr(buffer, "dropped_overflow", 0)
 
 
-async def grpo_async(policy, task: Task, cfg: GRPOConfig = GRPOConfig(), *, loss_fn=None, parts=None) -> GRPOResult:
+async def grpo_async(policy, task: Task, cfg: GRPOConfig = GRPOConfig(), *, loss_fn=None, parts=None,
+                     advantage_fn=None) -> GRPOResult:
     """grpo() for a running event loop (`await grpo_async(...)` in a notebook cell)."""
-    trainer = _Trainer(policy, task, cfg, resolve_parts(parts), loss_fn)
+    trainer = _Trainer(policy, task, cfg, resolve_parts(parts), loss_fn, advantage_fn)
     t0 = time.perf_counter()
     policy.train()
     dropped_stale, dropped_overflow = await trainer.run()
@@ -273,6 +281,11 @@ def run_coroutine(coro):
     return out["value"]
 
 
-def grpo(policy, task: Task, cfg: GRPOConfig = GRPOConfig(), *, loss_fn=None, parts=None) -> GRPOResult:
-    """Train policy in place with GRPO for cfg.steps trainer steps; loss_fn(logp_new, logp_old, adv, mask, clip_eps)."""
-    return run_coroutine(grpo_async(policy, task, cfg, loss_fn=loss_fn, parts=parts))
+def grpo(policy, task: Task, cfg: GRPOConfig = GRPOConfig(), *, loss_fn=None, parts=None,
+         advantage_fn=None) -> GRPOResult:
+    """Train policy in place with GRPO for cfg.steps trainer steps; loss_fn(logp_new, logp_old, adv, mask, clip_eps).
+
+    advantage_fn(rewards [B], group_size, loss_mask [B, T]) -> [B, T], when given, replaces the default
+    wiring parts.group_normalize then parts.broadcast_to_tokens (exercise 7's second blank).
+    """
+    return run_coroutine(grpo_async(policy, task, cfg, loss_fn=loss_fn, parts=parts, advantage_fn=advantage_fn))

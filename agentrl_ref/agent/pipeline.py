@@ -71,11 +71,12 @@ def run_sft(seed: int = NOTEBOOK_SEED, sft_cfg: SFTConfig | None = None, parts=N
     return CapstoneRun(seed, task, policy, state, log, None, before, {}, seconds, cpu, os.getloadavg(), cfg)
 
 
-def run_grpo(run: CapstoneRun, grpo_cfg: GRPOConfig | None = None, *, loss_fn=None, parts=None) -> CapstoneRun:
+def run_grpo(run: CapstoneRun, grpo_cfg: GRPOConfig | None = None, *, loss_fn=None, parts=None,
+             advantage_fn=None) -> CapstoneRun:
     """GRPO on run.policy (in place) from its current weights, then the 'after' evaluation; returns run."""
     cfg = replace(grpo_cfg or GRPOConfig(), seed=run.seed)
     t0, c0 = time.perf_counter(), time.process_time()
-    run.grpo_result = grpo(run.policy, run.task, cfg, loss_fn=loss_fn, parts=parts)
+    run.grpo_result = grpo(run.policy, run.task, cfg, loss_fn=loss_fn, parts=parts, advantage_fn=advantage_fn)
     run.seconds["grpo"], run.cpu_seconds["grpo"] = time.perf_counter() - t0, time.process_time() - c0
     t0, c0 = time.perf_counter(), time.process_time()
     run.after = evaluate_both(run.policy, run.task, run.seed, parts)
@@ -86,6 +87,7 @@ def run_grpo(run: CapstoneRun, grpo_cfg: GRPOConfig | None = None, *, loss_fn=No
 
 
 def train(seed: int = NOTEBOOK_SEED, *, sft_cfg: SFTConfig | None = None, grpo_cfg: GRPOConfig | None = None,
-          loss_fn=None, parts=None, n_test: int = 512) -> CapstoneRun:
-    """run_sft then run_grpo: the full capstone for one seed (loss_fn and parts as in grpo())."""
-    return run_grpo(run_sft(seed, sft_cfg, parts, n_test), grpo_cfg, loss_fn=loss_fn, parts=parts)
+          loss_fn=None, parts=None, advantage_fn=None, n_test: int = 512) -> CapstoneRun:
+    """run_sft then run_grpo: the full capstone for one seed (loss_fn, parts and advantage_fn as in grpo())."""
+    return run_grpo(run_sft(seed, sft_cfg, parts, n_test), grpo_cfg, loss_fn=loss_fn, parts=parts,
+                    advantage_fn=advantage_fn)

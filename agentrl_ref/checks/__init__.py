@@ -35,7 +35,7 @@ from agentrl_ref.checks.probes import probe, probe_async, probe_calls  # noqa: F
 
 BLANK = "_____"
 EXERCISES = ("ex1_format_reward", "ex2_verifiable_reward", "ex3_loss_mask",
-             "ex4_async_rollout", "ex5_composite_reward", "ex6_token_credit")
+             "ex4_async_rollout", "ex5_composite_reward", "ex6_token_credit", "ex7_agent_grpo")
 
 
 class CheckFailure(AssertionError):

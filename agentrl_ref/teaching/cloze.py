@@ -91,6 +91,10 @@ SNIPPETS: tuple[Snippet, ...] = (
         ("module:agentrl_ref.token_credit", ("assign_reward_last_token", "assign_reward_uniform",
                                              "assign_reward_kl_weighted")),
     )),
+    Snippet("clipped_pg_loss", "GRPO 的裁剪损失", "ex7_agent_grpo", (
+        ("notebook:ex7_agent_grpo", ("clipped_pg_loss", "token_advantages")),
+        ("module:agentrl_ref.agent.loss", ("clipped_pg_loss",)),
+    )),
 )
 
 

@@ -1,0 +1,32 @@
+"""Realistic wrong answers to exercise 7: blank index -> wrong text, and the test cell that must catch it.
+
+Blanks: 0 `ratio = _____`, 1 `clipped = _____`, 2 `per_token = _____`, 3 `return _____` (the reduction),
+4 `advantages = _____` (group normalisation), 5 `return _____` (broadcast to tokens).
+"""
+MUTATIONS = {
+    # TODO 1: the probability ratio
+    "log-ratio without exp": ({0: "logp_new - logp_old"}, "test_clip_branches"),
+    "ratio of the two log-probs": ({0: "logp_new / logp_old"}, "test_clip_branches"),
+    "ratio upside down (old over new)": ({0: "torch.exp(logp_old - logp_new)"}, "test_clip_branches"),
+    # the values are right, the gradient is gone
+    "ratio detached from the graph": ({0: "torch.exp(logp_new - logp_old).detach()"}, "test_gradient"),
+    # TODO 2: what is clipped
+    "clip the advantage instead of the ratio": ({1: "ratio * torch.clamp(advantages, 1 - clip_eps, 1 + clip_eps)"},
+                                                "test_clip_branches"),
+    "clip only from above": ({1: "torch.clamp(ratio, max=1 + clip_eps) * advantages"}, "test_clip_branches"),
+    # TODO 3: min, sign
+    "max instead of min": ({2: "-torch.maximum(unclipped, clipped)"}, "test_clip_branches"),
+    "missing minus sign": ({2: "torch.minimum(unclipped, clipped)"}, "test_clip_branches"),
+    # TODO 4: the reduction
+    "mean over all positions instead of the mask": ({3: "(per_token * mask).mean()"}, "test_token_mean"),
+    "per-sequence mean, then batch mean": (
+        {3: "((per_token * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)).mean()"}, "test_token_mean"),
+    "no mask in the numerator": ({3: "per_token.sum() / mask.sum().clamp(min=1.0)"}, "test_token_mean"),
+    "divide by the sequence length T": ({3: "(per_token * mask).sum() / mask.shape[1]"}, "test_token_mean"),
+    # passes every visible test; NaN when nothing is trained
+    "no guard for an all-zero mask": ({3: "(per_token * mask).sum() / mask.sum()"}, "test_contract"),
+    # TODO 5-6: the wiring
+    "normalise the whole batch as one group": ({4: "group_normalize(rewards, len(rewards))"},
+                                               "test_token_advantages"),
+    "broadcast the raw rewards": ({5: "broadcast_to_tokens(rewards, loss_mask)"}, "test_token_advantages"),
+}
