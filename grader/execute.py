@@ -23,6 +23,7 @@ from pathlib import Path
 
 import nbformat
 from jupyter_client import AsyncKernelManager
+from jupyter_core.utils import run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbgrader.preprocessors import Execute
 from traitlets import Integer
@@ -252,6 +253,9 @@ class Runner:
             self._execute(executor, nb, resources, km, result)
         finally:
             timer.cancel()
+            km.kill_now(watchdog=False)  # nbclient leaves a kernel it did not start running
+            if km.has_kernel:
+                run_sync(km.shutdown_kernel)(now=True)
         if timer.finished.is_set() and km.killed_by_watchdog:
             result.status = "timeout"
             result.notes.append(self._timeout_note())
@@ -267,8 +271,8 @@ class _PlainKernelManager(AsyncKernelManager):
         kw["env"] = {k: v for k, v in self.grading_env.items() if k != "JPY_PARENT_PID"}
         return await super()._async_launch_kernel(kernel_cmd, **kw)
 
-    def kill_now(self):
+    def kill_now(self, watchdog: bool = True):
         process = getattr(self.provisioner, "process", None) if self.provisioner else None
         if process is not None and process.poll() is None:
-            self.killed_by_watchdog = True
+            self.killed_by_watchdog = self.killed_by_watchdog or watchdog
             process.kill()
