@@ -244,7 +244,13 @@ class Runner:
         stops a notebook that runs too long. Nothing else is isolated."""
         import threading
 
-        km = _PlainKernelManager(kernel_name="python3")
+        import tempfile
+
+        # IPC sockets in a private folder: kernels started at the same time over TCP can race for a port
+        conn = Path(tempfile.mkdtemp(prefix="agentrl-kernel-"))
+        km = _PlainKernelManager(kernel_name="python3", transport="ipc")
+        km.connection_file = str(conn / "kernel.json")
+        km.ip = str(conn / "kernel-ipc")
         km.grading_env = {**os.environ, **GRADING_KERNEL_ENV, "PYTHONPATH": str(self.package_root)}
         timer = threading.Timer(self.notebook_timeout, km.kill_now)
         timer.daemon = True
@@ -256,6 +262,7 @@ class Runner:
             km.kill_now(watchdog=False)  # nbclient leaves a kernel it did not start running
             if km.has_kernel:
                 run_sync(km.shutdown_kernel)(now=True)
+            shutil.rmtree(conn, ignore_errors=True)
         if timer.finished.is_set() and km.killed_by_watchdog:
             result.status = "timeout"
             result.notes.append(self._timeout_note())
