@@ -32,7 +32,7 @@ def cosine_length_reward(
 
     Defaults are the seed's: correct goes 1.0 (short) -> 0.0 (at max_len), wrong goes -1.0 (short)
     -> 0.0, i.e. r = 1 - 0.5(1 - cos(pi L/max_len)) and r = -1 + 0.5(1 - cos(pi L/max_len)).
-    Short and right is best, short and wrong is worst (ERRATA E5: the seed's docstring says the
+    Short and right is best, short and wrong is worst (the original page's docstring says the
     opposite). open-r1's defaults are correct=(1.0, 0.5), wrong=(-1.0, -0.5).
     """
     if not (isinstance(max_len, int) and max_len >= 1):

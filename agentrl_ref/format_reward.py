@@ -1,8 +1,8 @@
 """Exercise 1: the R1 format reward, <think>...</think><answer>...</answer> -> 0/1.
 
 The check is a handful of linear string scans, so a degenerate completion of any
-length is rejected in time proportional to its length (ERRATA E4: the seed page's
-backtracking regex needs seconds on 200 KB of adversarial text).
+length is rejected in time proportional to its length (the original page's backtracking
+regex needs seconds on 200 KB of adversarial text).
 """
 from __future__ import annotations
 

@@ -3,7 +3,8 @@
 Three ways to spread one scalar over the trained (mask = 1) tokens, per sample [T] and batched
 [B, T]; GRPO's group-normalised advantage (DeepSeekMath §4.1.2), broadcast to every trained token;
 and reward-to-go, which shows that "reward at the last token" with gamma = 1 gives every token the
-same return (ERRATA E8). Outputs are float32.
+same return (the original page calls last-token-only "the GRPO default"; DeepSeekMath broadcasts).
+Outputs are float32.
 """
 from __future__ import annotations
 
@@ -91,7 +92,8 @@ def assign_reward_kl_weighted(seq_reward: float, loss_mask: torch.Tensor, kl_per
     """[T] float32: seq_reward split over mask positions in proportion to kl_per_token (>= 0); uniform if that KL sums
     below KL_EPS.
 
-    A thought experiment (ERRATA E9): no major framework spreads the sequence reward by KL.
+    A thought experiment (the original page attributes it to real systems): no major framework
+    spreads the sequence reward by KL.
     """
     mask = _as_mask(loss_mask, 1)
     masked_kl = _as_kl(kl_per_token, mask.shape) * mask
@@ -208,7 +210,7 @@ def reward_to_go(token_rewards: torch.Tensor, gamma: float = 1.0) -> torch.Tenso
     """Returns G_t = sum over t' >= t of gamma^(t'-t) r_t' along the last dim, float32.
 
     With gamma = 1 and the reward at the last trained token, every earlier token gets the same
-    return: storing the scalar at the last token is broadcasting in disguise (ERRATA E8).
+    return: storing the scalar at the last token is broadcasting in disguise.
     """
     if not isinstance(token_rewards, torch.Tensor) or token_rewards.dim() not in (1, 2):
         raise ValueError("token_rewards must be a [T] or [B, T] tensor")

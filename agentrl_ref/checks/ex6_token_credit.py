@@ -2,7 +2,7 @@
 Each test returns the tensor the student's function returned (run_test records it for grading:
 dtype, shape and values are compared, as the exercise asks for float32 [T]).
 
-The seed's expected outputs are right (ERRATA, "small things"): last -> index 7; uniform 0.2 on
+The original page's expected outputs are right: last -> index 7; uniform 0.2 on
 each of the 5 trained tokens; KL-weighted index 5 gets 2.0 / 3.0.
 torch is imported inside the tests, so that check() of other exercises does not pay for it.
 """

@@ -2,8 +2,8 @@
 
 - `plot_strategies`: the three strategies of the seed page (last token / uniform / KL-weighted) on
   the seed's 9-token example and on a longer multi-turn trajectory, side by side.
-- `plot_outcome_credit` (ERRATA E8, E9): GRPO's group-normalised advantage broadcast to every token;
-  the same scalar stored at the last token followed by reward-to-go for several gamma; and the
+- `plot_outcome_credit` (where the original page is wrong about GRPO and KL): GRPO's group-normalised
+  advantage broadcast to every token; the same scalar stored at the last token followed by reward-to-go for several gamma; and the
   per-token KL penalty that PPO really puts into the reward.
 Figures carry ASCII text only (no CJK glyphs in matplotlib); the notebook's prose is in Chinese.
 """
@@ -227,7 +227,7 @@ def plot_outcome_credit(group: Group, traj: Trajectory, advantage: float, beta: 
     ax_b.set_title(f"(b) A = {advantage:.2f} stored at the last token")
     ax_b.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
 
-    # (c) what PPO really puts into the per-token reward (ERRATA E9)
+    # (c) what PPO really puts into the per-token reward (not a KL-weighted split of the sequence reward)
     _shade_untrained(ax_c, traj.mask)
     ppo = ppo_style_returns(traj, 1.0, beta)
     ax_c.plot(positions, masked(ppo), marker=".", markersize=3, color="tab:purple",

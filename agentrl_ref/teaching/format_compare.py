@@ -80,7 +80,8 @@ def markdown_table(rows: list[dict[str, object]]) -> str:
 
 
 def degenerate_completion(repeats: int) -> str:
-    """ERRATA E4's adversarial text: one <think>, then many closed-but-misplaced groups."""
+    """Adversarial text for the original page's backtracking regex: one <think>, then many
+    closed-but-misplaced groups."""
     return "<think>" + "</think><answer></answer>x" * repeats
 
 

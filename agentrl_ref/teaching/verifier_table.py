@@ -1,8 +1,8 @@
 """Tables behind exercise 2: the seed page's answer on its own test table, and the reference verifier vs math-verify.
 
 `seed_accuracy_reward` is the seed page's answer, verbatim in behaviour (regex `[^{}]*`, then
-Fraction with a float fallback): it scores 0.0 on its own `\\frac` case (ERRATA E1) and raises
-OverflowError on `\\boxed{inf}` (E2). `verifier_summary` measures the false-negative rate of the course's
+Fraction with a float fallback): it scores 0.0 on its own `\\frac` case and raises
+OverflowError on `\\boxed{inf}`. `verifier_summary` measures the false-negative rate of the course's
 reference verifier (agentrl_ref.verifiable_reward, which knows more answer forms than the exercise's blanks
 require) against math-verify on answer_forms.ANSWER_FORMS (E12). The tables are shown on a Chinese page:
 their headers, row labels and the notes (NOTE_ZH) are Chinese; the figure stays ASCII.
