@@ -3,8 +3,8 @@
 - `plot_strategies`: the three strategies of the seed page (last token / uniform / KL-weighted) on
   the seed's 9-token example and on a longer multi-turn trajectory, side by side.
 - `plot_outcome_credit` (where the original page is wrong about GRPO and KL): GRPO's group-normalised
-  advantage broadcast to every token; the same scalar stored at the last token followed by reward-to-go for several gamma; and the
-  per-token KL penalty that PPO really puts into the reward.
+  advantage broadcast to every token; the same scalar stored at the last token followed by
+  reward-to-go for several gamma; and the per-token KL penalty that PPO really puts into the reward.
 Figures carry ASCII text only (no CJK glyphs in matplotlib); the notebook's prose is in Chinese.
 """
 from __future__ import annotations
