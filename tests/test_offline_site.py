@@ -22,7 +22,8 @@ TOC = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
 TOC_PAGES = [TOC["root"]] + [ch["file"] for part in TOC["parts"] for ch in part["chapters"]]
 PAGES = [f"{page}.html" for page in TOC_PAGES] + ["index.html", "genindex.html", "search.html"]
 WIDTHS = {"desktop": (1280, 900), "phone": (390, 844)}
-SCREENSHOT_PAGES = {"intro": "book/intro.html", "exercise": "book/ex1_format_reward.html", "cloze": "book/cloze.html"}
+SCREENSHOT_PAGES = {"intro": "book/intro.html", "exercise": "book/ex1_format_reward.html", "cloze": "book/cloze.html",
+                    "capstone": "book/ex7_agent_grpo.html"}
 PROJECTS = ["huggingface/open-r1", "hkust-nlp/simpleRL-reason", "THUDM/slime", "volcengine/verl", "OpenRLHF/OpenRLHF"]
 PAPERS = ["2402.03300", "2501.12948", "2503.14476", "2502.03373"]  # DeepSeekMath, DeepSeek-R1, DAPO, Yeo et al.
 
