@@ -31,6 +31,7 @@ ROOT = GRADER.parent
 CLOZE_DATA = Path("agentrl_ref") / "teaching" / "cloze_snippets.json"  # the cloze cards, cut from the answers
 ANSWER_TAG = "answer"
 SKIP_TAG = "skip-execution"
+REMOVE_TAG = "remove-cell"  # myst-nb: run, not shown
 
 
 def assignments(course: Path = GRADER) -> list[str]:
@@ -47,8 +48,8 @@ SETUP_ID = "setup"  # grade_id of the read-only first cell of every notebook
 SETUP_TEMPLATE = """\
 # 环境准备（只读）。在课程自己的环境里（make lab）这一格什么也不做；在 Colab 或任何还没装课程包的
 # Jupyter 里，它从课程网站安装 agentrl_ref（check() 自查、画图和表格都在里面）。
-# 评分时这一格不运行，而且 agentrl_ref 里的六个参考实现（format_reward 等）在评分环境里不存在：
-# 答案里直接调用它们，自查能通过，评分时会失败。
+# 评分时这一格不运行，评分环境里也没有本题的参考实现：答案里直接调用 agentrl_ref 的参考实现，
+# 自查能通过，评分时会失败。
 import importlib
 import importlib.metadata
 import os
@@ -153,6 +154,8 @@ def book_page(release: nbformat.NotebookNode) -> nbformat.NotebookNode:
         if cell.cell_type == "code" and needs_answers:
             if SKIP_TAG not in _tags(cell):
                 cell.metadata["tags"] = _tags(cell) + [SKIP_TAG]
+        if grading.get("grade_id") == SETUP_ID and REMOVE_TAG not in _tags(cell):
+            cell.metadata["tags"] = _tags(cell) + [REMOVE_TAG]  # readers of the site install nothing
     return nb
 
 
