@@ -319,7 +319,8 @@ def _python_layout(python: str) -> tuple[str, tuple[str, ...]]:
     the stdlib and, for a shared build, libpython)."""
     py = Path(python)
     py = Path(os.path.realpath(py.parent)) / py.name      # keep the venv's own bin/python (venv-ness)
-    if python == sys.executable or os.path.realpath(python) == os.path.realpath(sys.executable):
+    # (not "the same binary": every venv's bin/python links to the same base interpreter)
+    if os.path.abspath(python) == os.path.abspath(sys.executable):
         info = [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix]
     else:
         out = subprocess.run([str(py), "-I", "-c",
@@ -341,10 +342,13 @@ def _python_layout(python: str) -> tuple[str, tuple[str, ...]]:
     return str(py), tuple(keep)
 
 
-def _common_bind_args(python: str, package_root: Path | None) -> list[str]:
+def _common_bind_args(python: str, package_root: Path | None, tmp_bytes: int) -> list[str]:
+    """The sandbox's file system. The private /tmp comes first: the venv or the interpreter may live
+    under the host's /tmp (a checkout in /tmp), and binds made before the tmpfs would be hidden by it."""
     _, pydirs = _python_layout(python)
     pdir = _get_process_dir()
     args = [*_NAMESPACE_ARGS, "--hostname", "sandbox",
+            "--size", str(tmp_bytes), "--tmpfs", "/tmp",
             "--ro-bind", "/usr", "/usr", *_usr_links(),
             "--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache",
             "--ro-bind-try", "/etc/fonts", "/etc/fonts",
@@ -384,8 +388,8 @@ def _font_cache(python: str) -> Path | None:
         py, _ = _python_layout(python)
         env = {"PATH": "/usr/bin:/bin", "HOME": INNER_HOME, "MPLCONFIGDIR": INNER_MPLCONFIGDIR,
                "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
-        cmd = [BWRAP, *_common_bind_args(python, None),
-               "--size", str(256 << 20), "--tmpfs", "/tmp", "--size", str(256 << 20), "--tmpfs", INNER_HOME,
+        cmd = [BWRAP, *_common_bind_args(python, None, 256 << 20),
+               "--size", str(256 << 20), "--tmpfs", INNER_HOME,
                "--bind", str(out), INNER_MPLCONFIGDIR, "--remount-ro", "/", "--chdir", "/tmp",
                *_env_args(env), "--", py, "-c",
                "import importlib.util, sys\n"
@@ -750,8 +754,7 @@ class Session:
         """The full launcher + bwrap command line, and how many bwrap options follow BWRAP in it."""
         sb, lim = self.sandbox, self.sandbox.limits
         size = str(lim.tmp_mb << 20)
-        bw = [BWRAP, *_common_bind_args(sb.python, sb.package_root),
-              "--size", size, "--tmpfs", "/tmp",
+        bw = [BWRAP, *_common_bind_args(sb.python, sb.package_root, lim.tmp_mb << 20),
               "--size", size, "--tmpfs", "/dev/shm",
               "--size", size, "--tmpfs", INNER_HOME]
         for f in self._font_binds:
