@@ -168,7 +168,7 @@ def test_package_root_bound_and_host_hidden(sandbox, workdir, tmp_path):
             "import os, json\n"
             f"print(json.dumps({{'marker': os.path.exists({str(marker)!r}),"
             f" 'other': os.path.exists({str(other)!r}), 'tmp_path': os.path.exists({str(tmp_path)!r}),"
-            " 'repo': sorted(os.listdir('/work/main')) if os.path.isdir('/work/main') else None,"
+            f" 'repo': sorted(os.listdir({str(REPO)!r})) if os.path.isdir({str(REPO)!r}) else None,"
             " 'work': sorted(os.listdir('/work')) if os.path.isdir('/work') else None,"
             " 'root': sorted(os.listdir('/root')) if os.path.isdir('/root') else None,"
             " 'tmp': sorted(os.listdir('/tmp')), 'cwd': os.getcwd()}))",
@@ -194,7 +194,9 @@ def test_package_root_bound_and_host_hidden(sandbox, workdir, tmp_path):
         assert name not in (seen["repo"] or [])
     assert set(seen["root"] or []) <= {".pyenv"}
     assert not (host_root - {".pyenv"}) & set(seen["root"] or [])
-    assert all(n.startswith("ipykernel_") for n in seen["tmp"]), seen["tmp"]
+    # the sandbox's own /tmp: the kernel's files, and the path down to the venv when it lives under /tmp
+    under_tmp = [venv.split("/")[2]] if venv.startswith("/tmp/") else []
+    assert all(n.startswith("ipykernel_") or n in under_tmp for n in seen["tmp"]), seen["tmp"]
 
 
 def test_network_only_loopback_and_host_server_unreachable(sandbox, workdir):
