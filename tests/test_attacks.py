@@ -407,10 +407,12 @@ def attacked(tmp_path_factory):
     guarded = [ROOT / "agentrl_ref", ROOT / "grader", root]
     before = _fingerprint(*guarded)
     home_before = sorted(os.listdir(Path.home()))
-    grade(root, out, cell_timeout=15, notebook_timeout=90)
-    grades_after = (out / "grades.csv").read_bytes()
-    time.sleep(10)  # the detached process would have rewritten grades.csv by now
-    server.close()
+    try:
+        grade(root, out, cell_timeout=15, notebook_timeout=90)
+        grades_after = (out / "grades.csv").read_bytes()
+        time.sleep(10)  # the detached process would have rewritten grades.csv by now
+    finally:
+        server.close()
     rows = {r["student_id"]: r for r in csv.DictReader(open(out / "grades.csv", encoding="utf-8", newline=""))}
     cells: dict = {}
     for r in csv.DictReader(open(out / "cells.csv", encoding="utf-8", newline="")):

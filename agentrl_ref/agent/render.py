@@ -26,7 +26,7 @@ def episode_html(episode, train_tool_tokens: bool = False, parts=None, vocab=VOC
     boxes = []
     for t, (tok, m) in enumerate(zip(episode.tokens, mask)):
         role = episode.role_of(t)
-        color = role_colors.get(role, "#6b6b6b")
+        color = role_colors.get(role, "#595959")
         text_color = "#ffffff" if m else color
         title = f"t={t} role={role or '-'} mask={m}"
         boxes.append(

@@ -9,7 +9,8 @@ import math
 from agentrl_ref.teaching.chat_template import TokenizedChat
 from agentrl_ref.teaching.md_table import markdown_table
 
-ROLE_COLORS = {"system": "#6b6b6b", "user": "#1b7f3b", "assistant": "#1f4fbf", "tool": "#c25a00"}
+# role colours double as text colours on MASK_COLORS[0]: each has a contrast of at least 4.5:1 there
+ROLE_COLORS = {"system": "#595959", "user": "#146a31", "assistant": "#1f4fbf", "tool": "#9e4900"}
 MASK_COLORS = ("#e9e9e9", "#2f3e4e")  # 0, 1: neutral, so they do not read as role colours
 
 
