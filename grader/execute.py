@@ -214,6 +214,7 @@ class Runner:
                 self._execute_unsafe(executor, nb, resources, result)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)  # files the notebook wrote stay nowhere
+            _close_thread_loop()
         if executor.truncated:
             result.notes.append(f"输出过大，已截断（{len(executor.truncated)} 个单元）")
             for index in executor.truncated:
@@ -266,6 +267,24 @@ class Runner:
         if timer.finished.is_set() and km.killed_by_watchdog:
             result.status = "timeout"
             result.notes.append(self._timeout_note())
+
+
+def _close_thread_loop() -> None:
+    """Close the event loop nbclient made for this thread (jupyter_core keeps one per thread and never
+    closes it; a worker thread that ends leaves it to the garbage collector, which then warns about its
+    unclosed sockets in whatever code happens to run). The next notebook in this thread gets a new one."""
+    import asyncio
+
+    from jupyter_core.utils import _loop
+
+    loop = _loop.get()
+    if loop is not None and not loop.is_closed() and not loop.is_running():
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+    try:
+        asyncio.set_event_loop(None)
+    except RuntimeError:
+        pass
 
 
 class _PlainKernelManager(AsyncKernelManager):

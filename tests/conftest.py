@@ -22,6 +22,13 @@ settings.register_profile("ci", deadline=None, print_blob=True, derandomize=True
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
+# Test modules that turn every warning of their own code paths into an error (no torch or matplotlib
+# warning may reach a notebook's stderr) use this, not a bare filterwarnings("error"): a socket or event
+# loop that some earlier test left behind is garbage-collected at an arbitrary moment, and its
+# ResourceWarning must not fail whichever test happens to be running.
+STRICT_WARNINGS = [pytest.mark.filterwarnings("error"), pytest.mark.filterwarnings("ignore::ResourceWarning"),
+                   pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")]
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "grader"))
 ARTIFACTS = ROOT / "test-artifacts"

@@ -9,6 +9,7 @@ import sys
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from conftest import STRICT_WARNINGS
 from agentrl_ref.teaching.chat_template import (
     AGENT_CONVERSATION, IM_END, IM_START, PARTS, ROLES, chatml_tokenizer, loss_mask_from_tokens,
     render_chatml, role_spans_from_tokens, tokenize_chat, tokenizer_fingerprint, train_chatml_tokenizer,
@@ -16,7 +17,7 @@ from agentrl_ref.teaching.chat_template import (
 from agentrl_ref.loss_mask import build_loss_mask, is_trainable, shift_mask_for_clm
 from agentrl_ref.teaching.mask_plots import boundary_table, message_table, token_label
 
-pytestmark = pytest.mark.filterwarnings("error")
+pytestmark = STRICT_WARNINGS  # no torch or matplotlib warning on any path (see conftest)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -9,12 +9,13 @@ matplotlib.use("Agg")
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
+from conftest import STRICT_WARNINGS  # noqa: E402
 from agentrl_ref.teaching.credit_plots import (  # noqa: E402
     GAMMAS, LONG_SEGMENTS, STRATEGIES, credit, credit_facts, grpo_group, last_token_returns, long_trajectory,
     plot_outcome_credit, plot_strategies, ppo_style_returns, seed_example, untrained_runs,
 )
 
-pytestmark = pytest.mark.filterwarnings("error")  # no torch or matplotlib warnings (the book build runs with -W)
+pytestmark = STRICT_WARNINGS  # no torch or matplotlib warning on any path (see conftest)
 
 
 def test_seed_example_is_the_seed_pages():

@@ -5,12 +5,13 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
+from conftest import STRICT_WARNINGS
 from agentrl_ref.loss_mask import (
     ASSISTANT_ID, PAD_ID, ROLES, build_loss_mask, build_loss_mask_batched, build_loss_mask_batched_from_spans,
     role_ids_from_spans, shift_mask_for_clm,
 )
 
-pytestmark = pytest.mark.filterwarnings("error")
+pytestmark = STRICT_WARNINGS  # no torch or matplotlib warning on any path (see conftest)
 
 SEED_SPANS = [("system", 0, 2), ("user", 2, 5), ("assistant", 5, 8), ("tool", 8, 10), ("assistant", 10, 12)]
 

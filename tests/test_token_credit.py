@@ -7,13 +7,14 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
+from conftest import STRICT_WARNINGS
 from agentrl_ref.token_credit import (
     assign_reward_kl_weighted, assign_reward_kl_weighted_batched, assign_reward_last_token,
     assign_reward_last_token_batched, assign_reward_uniform, assign_reward_uniform_batched, broadcast_to_tokens,
     group_normalize, reward_to_go,
 )
 
-pytestmark = pytest.mark.filterwarnings("error")  # no torch warnings on any path
+pytestmark = STRICT_WARNINGS  # no torch or matplotlib warning on any path (see conftest)
 PROPS = settings(max_examples=100, deadline=None)
 
 MASK = torch.tensor([0, 0, 1, 1, 0, 1, 1, 1, 0])
