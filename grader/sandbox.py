@@ -151,34 +151,29 @@ class SessionReport:
     kernel_log_tail: str = ""             # last bytes of the kernel's stderr (bwrap errors, crashes)
     limits: SandboxLimits = field(default_factory=SandboxLimits)
 
+    # (flag, Chinese, English): what a hit limit did to the kernel
+    _CAUSES = (
+        ("oom_killed", "内存超过上限（{memory_mb} MB），内核被系统终止",
+         "memory limit ({memory_mb} MB) exceeded, kernel killed"),
+        ("pids_limit_hit", "进程数超过上限（{pids}）", "process limit ({pids}) reached"),
+        ("cpu_limit_hit", "CPU 时间超过上限（{cpu_seconds} 秒），内核被终止",
+         "CPU time limit ({cpu_seconds} s) exceeded, kernel killed"),
+        ("file_size_limit_hit", "写入的文件超过大小上限（{file_size_mb} MB）",
+         "file size limit ({file_size_mb} MB) reached"),
+        ("wall_limit_hit", "运行时间超过上限，内核被终止", "wall-clock limit exceeded, kernel killed"),
+    )
+
+    def _cause(self, column: int, sep: str) -> str | None:
+        limits = {k: getattr(self.limits, k) for k in ("memory_mb", "pids", "cpu_seconds", "file_size_mb")}
+        parts = [row[column].format(**limits) for row in self._CAUSES if getattr(self, row[0])]
+        return sep.join(parts) if parts else None
+
     def cause_zh(self) -> str | None:
         """A short Chinese note naming why the kernel was killed or limited; None if nothing was hit."""
-        parts = []
-        if self.oom_killed:
-            parts.append(f"内存超过上限（{self.limits.memory_mb} MB），内核被系统终止")
-        if self.pids_limit_hit:
-            parts.append(f"进程数超过上限（{self.limits.pids}）")
-        if self.cpu_limit_hit:
-            parts.append(f"CPU 时间超过上限（{self.limits.cpu_seconds} 秒），内核被终止")
-        if self.file_size_limit_hit:
-            parts.append(f"写入的文件超过大小上限（{self.limits.file_size_mb} MB）")
-        if self.wall_limit_hit:
-            parts.append("运行时间超过上限，内核被终止")
-        return "；".join(parts) if parts else None
+        return self._cause(1, "；")
 
     def cause_en(self) -> str | None:
-        parts = []
-        if self.oom_killed:
-            parts.append(f"memory limit ({self.limits.memory_mb} MB) exceeded, kernel killed")
-        if self.pids_limit_hit:
-            parts.append(f"process limit ({self.limits.pids}) reached")
-        if self.cpu_limit_hit:
-            parts.append(f"CPU time limit ({self.limits.cpu_seconds} s) exceeded, kernel killed")
-        if self.file_size_limit_hit:
-            parts.append(f"file size limit ({self.limits.file_size_mb} MB) reached")
-        if self.wall_limit_hit:
-            parts.append("wall-clock limit exceeded, kernel killed")
-        return "; ".join(parts) if parts else None
+        return self._cause(2, "; ")
 
 
 # ----------------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from agentrl_ref.agent import (
     sample_episodes, train,
 )
 from agentrl_ref.agent.ablations import Arm
+from agentrl_ref.teaching.seed_rollout_buffer import SeedRolloutBuffer as StudentBuffer  # ex4's class, no max_staleness
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY_SFT = SFTConfig(steps=30, batch_size=32)
@@ -323,23 +324,6 @@ def test_on_policy_run_never_trains_on_stale_data(tiny_run):
     assert [row["staleness"] for row in res.history] == [0.0, 0.0]
     assert [c["version"] for c in res.chunks] == [0, 0, 1, 1]
 
-
-class StudentBuffer:
-    """ex4's student class: no max_staleness, get_batch() without a version."""
-
-    def __init__(self, batch_size, max_capacity):
-        from collections import deque
-        self.batch_size, self.buf, self.cond = batch_size, deque(maxlen=max_capacity), asyncio.Condition()
-
-    async def put(self, traj):
-        async with self.cond:
-            self.buf.append(traj)
-            self.cond.notify_all()
-
-    async def get_batch(self):
-        async with self.cond:
-            await self.cond.wait_for(lambda: len(self.buf) >= self.batch_size)
-            return [self.buf.popleft() for _ in range(self.batch_size)]
 
 
 def test_grpo_takes_the_students_loss_and_buffer_even_without_loss_py(tiny_run, monkeypatch):
