@@ -168,7 +168,7 @@ for _path in [{source!r}, {victim!r}, {expected_dir!r}]:
     except Exception as _exc:
         print("cannot read", _path, type(_exc).__name__)
 import glob as _glob
-print(_glob.glob("/work/main/grader/source/*/*.ipynb"), _glob.glob("/tmp/*"), _glob.glob("/var/tmp/*/*"))
+print(_glob.glob("{repo}/grader/source/*/*.ipynb"), _glob.glob("/tmp/*"), _glob.glob("/var/tmp/*/*"))
 """
 WRITE_OTHERS = """\
 for _path in [{victim!r}, {victim_copy!r}, {config!r}, {repo_checks!r}, {own_original!r}]:
@@ -391,6 +391,7 @@ def attacked(tmp_path_factory):
         "expected_dir": str(out / "grading" / "expected"),
         "config": str(out / "course" / "nbgrader_config.py"),
         "repo_checks": str(ROOT / "agentrl_ref" / "checks" / "__init__.py"),
+        "repo": str(ROOT),
         "home": str(Path.home()),
         "grades": str(out / "grades.csv"),
         "mark": MARK,
