@@ -127,6 +127,8 @@ def open_page(browser, url: str, width: str, scheme: str):
     errors = []
     page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
     page.on("pageerror", lambda exc: errors.append(str(exc)))
+    # the console says only "404", the response says which file
+    page.on("response", lambda r: errors.append(f"{r.status} {r.url}") if r.status >= 400 else None)
     page.goto(url, wait_until="load")
     if url.endswith("/index.html"):  # a redirect to the root page: check where the reader lands
         page.wait_for_url("**/book/intro.html")

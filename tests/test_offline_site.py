@@ -204,6 +204,16 @@ def test_toc_reaches_the_new_pages(built_site):
         assert f'href="{page}.html"' in intro, f"{page} not in the navigation"
 
 
+def test_every_page_names_an_icon_that_exists(built_site):
+    """Without a <link rel="icon">, a browser asks for /favicon.ico, a 404 in the console (the redirecting
+    index.html included: the request can start before the redirect)."""
+    for rel in PAGES:
+        page = built_site / rel
+        hrefs = re.findall(r'<link rel="(?:shortcut )?icon" href="([^"]+)"', page.read_text(encoding="utf-8"))
+        assert hrefs, f"{rel} names no icon"
+        assert all((page.parent / href).is_file() for href in hrefs), (rel, hrefs)
+
+
 @pytest.fixture(scope="module")
 def widget_site(tmp_path_factory) -> Path:
     """A two-page book with the course's own Sphinx settings and an embedded ipywidgets slider.

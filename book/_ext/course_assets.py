@@ -166,7 +166,7 @@ INDEX_PAGE = """<!DOCTYPE html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta http-equiv="Refresh" content="0; url={url}">
-<link rel="canonical" href="{url}">
+<link rel="canonical" href="{url}">{icon}
 <title>{title}</title>
 </head>
 <body>
@@ -189,7 +189,11 @@ def write_index_page(app, exception) -> None:
     url = html.escape(f"{app.config.root_doc}.html")
     lang = (app.config.language or "en").replace("_", "-")
     title = html.escape(app.config.html_title or app.config.project)
-    page = INDEX_PAGE.format(lang=html.escape(lang), url=url, title=title)
+    # a page without an icon link makes the browser ask for /favicon.ico, a 404, when it is quicker than
+    # the redirect
+    favicon = app.config.html_favicon
+    icon = f'\n<link rel="icon" href="_static/{html.escape(Path(favicon).name)}">' if favicon else ""
+    page = INDEX_PAGE.format(lang=html.escape(lang), url=url, title=title, icon=icon)
     (Path(app.outdir) / "index.html").write_text(page, encoding="utf-8")
 
 
