@@ -24,7 +24,9 @@ It also makes the site work from its own folder with no network and wires the co
 """
 from __future__ import annotations
 
+import base64
 import html
+import mimetypes
 import re
 import shutil
 import subprocess
@@ -189,10 +191,14 @@ def write_index_page(app, exception) -> None:
     url = html.escape(f"{app.config.root_doc}.html")
     lang = (app.config.language or "en").replace("_", "-")
     title = html.escape(app.config.html_title or app.config.project)
-    # a page without an icon link makes the browser ask for /favicon.ico, a 404, when it is quicker than
-    # the redirect
-    favicon = app.config.html_favicon
-    icon = f'\n<link rel="icon" href="_static/{html.escape(Path(favicon).name)}">' if favicon else ""
+    # Without an icon link a browser asks for /favicon.ico (a 404); with a link to the file, the request is
+    # cut off by the redirect now and then. The icon inline costs no request at all.
+    icon = ""
+    favicon = Path(app.outdir) / "_static" / Path(app.config.html_favicon or "none").name
+    if favicon.is_file():
+        mime = mimetypes.guess_type(favicon.name)[0] or "image/x-icon"
+        data = base64.b64encode(favicon.read_bytes()).decode("ascii")
+        icon = f'\n<link rel="icon" href="data:{mime};base64,{data}">'
     page = INDEX_PAGE.format(lang=html.escape(lang), url=url, title=title, icon=icon)
     (Path(app.outdir) / "index.html").write_text(page, encoding="utf-8")
 
