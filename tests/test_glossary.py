@@ -5,6 +5,7 @@ them) and the hand-written book/*.md pages, without fenced code, inline code, UR
 """
 from __future__ import annotations
 
+import functools
 import re
 
 import pytest
@@ -22,6 +23,7 @@ def _rows() -> list[list[str]]:
     return rows[1:]  # without the header
 
 
+@functools.cache
 def _avoided() -> dict[str, str]:
     """variant -> the preferred term."""
     out = {}
@@ -38,6 +40,7 @@ def _prose(text: str) -> str:
     return re.sub(r"\(?https?://\S+", " ", text)
 
 
+@functools.cache
 def _pages() -> dict[str, str]:
     pages = {f"grader/source/{a}": "\n".join(c.source for c in source_notebook(a).cells if c.cell_type == "markdown")
              for a in ASSIGNMENTS}

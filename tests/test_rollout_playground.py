@@ -144,32 +144,13 @@ def test_displays_as_a_widget_box(playground):
     assert "Button" in children and "IntProgress" in children and "Output" in children
 
 
-def test_in_a_real_kernel_the_widget_shows_and_a_click_redraws():
-    """What JupyterLab does, minus the browser: display the playground, click Run, read the Output widget."""
-    import nbclient
-    import nbformat
-
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.cells = [
-        nbformat.v4.new_code_cell("from agentrl_ref.teaching.rollout_playground import RolloutPlayground\n"
-                                  "from agentrl_ref.teaching.rollout_sim import SimConfig\n"
-                                  "pg = RolloutPlayground(SimConfig(n_steps=20))\npg"),
-        nbformat.v4.new_code_cell("pg.n_workers.value = 3\npg.mode.value = 'async'\npg.run_button.click()\n"
-                                  "print(pg.runs, list(pg.results), pg.progress.value)"),
-    ]
-    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3").execute()
-    shown, clicked = nb.cells
-    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in shown.outputs)
-    assert not [o for c in nb.cells for o in c.outputs if o.get("name") == "stderr" or o.output_type == "error"]
-    assert clicked.outputs[0].text.strip() == "2 ['async'] 100"
-    state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
-    figures = [o for model in state.values() if model["model_name"] == "OutputModel"
-               for o in model["state"].get("outputs", []) if "image/png" in o.get("data", {})]
-    assert figures, "the Output widget holds no figure"
+SHOW_PLAYGROUND = ("from agentrl_ref.teaching.rollout_playground import RolloutPlayground\n"
+                   "from agentrl_ref.teaching.rollout_sim import SimConfig\n"
+                   "pg = RolloutPlayground(SimConfig(n_steps=20))\npg")
 
 
 def _kernel_run(*sources):
+    """The cells run in a real kernel (no stderr, no error); the notebook and its saved widget state."""
     import nbclient
     import nbformat
 
@@ -181,13 +162,25 @@ def _kernel_run(*sources):
     return nb, nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
 
 
+def test_in_a_real_kernel_the_widget_shows_and_a_click_redraws():
+    """What JupyterLab does, minus the browser: display the playground, click Run, read the Output widget."""
+    nb, state = _kernel_run(
+        SHOW_PLAYGROUND,
+        "pg.n_workers.value = 3\npg.mode.value = 'async'\npg.run_button.click()\n"
+        "print(pg.runs, list(pg.results), pg.progress.value)")
+    shown, clicked = nb.cells
+    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in shown.outputs)
+    assert clicked.outputs[0].text.strip() == "2 ['async'] 100"
+    figures = [o for model in state.values() if model["model_name"] == "OutputModel"
+               for o in model["state"].get("outputs", []) if "image/png" in o.get("data", {})]
+    assert figures, "the Output widget holds no figure"
+
+
 def test_in_a_real_kernel_the_dropdown_shows_off_and_the_warning_clears_the_figure():
     """JupyterLab minus the browser: the dropdown's state selects "off"; after a click with a capacity below the
     batch size the Output widget holds no figure any more (only the warning is left)."""
     _, state = _kernel_run(
-        "from agentrl_ref.teaching.rollout_playground import RolloutPlayground\n"
-        "from agentrl_ref.teaching.rollout_sim import SimConfig\n"
-        "pg = RolloutPlayground(SimConfig(n_steps=20))\npg",
+        SHOW_PLAYGROUND,
         "pg.batch_size.value = 32\npg.capacity.value = 8\npg.run_button.click()\nprint(pg.figure, pg.results)")
     dropdowns = [m["state"] for m in state.values() if m["model_name"] == "DropdownModel"]
     assert [d["index"] for d in dropdowns] == [0] and dropdowns[0]["_options_labels"][0] == "off"
