@@ -49,8 +49,8 @@ HEADER = ["seed", "SFT wall (CPU)", "GRPO wall (CPU)", "SFT + GRPO wall (CPU)", 
 ALIGN = ["r", "r", "r", "r", "r", "r", "r", "r", "r", ""]
 
 
-def notebook_extras(run) -> tuple[float, str]:
-    """What the notebook runs after train(): ablations, tables, figures. Returns (seconds, load)."""
+def notebook_extras(run) -> tuple[float, float, str]:
+    """What the notebook runs after train(): ablations, tables, figures. Returns (seconds, CPU seconds, load)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -61,14 +61,15 @@ def notebook_extras(run) -> tuple[float, str]:
 
     t0, c0 = time.perf_counter(), time.process_time()
     results = run_ablations(run)
-    before_after_table(run), ablation_table(results)
+    before_after_table(run)
+    table = ablation_table(results)
     episode_html(next(e for e in run.after["sampled"].episodes if e.tool_calls))
     for fig in (plot_training_curves(run.grpo_result), plot_ablations(results), plot_schedule(results["staleness"])):
         fig.canvas.draw()
         plt.close(fig)
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     print(f"\n#### Ablations (from the SFT weights of seed {run.seed})\n")
-    print(ablation_table(results))
+    print(table)
     return seconds, cpu, load()
 
 

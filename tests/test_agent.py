@@ -288,13 +288,15 @@ def tiny_run():
     return train(7, sft_cfg=TINY_SFT, grpo_cfg=TINY_GRPO, n_test=32)
 
 
-def _curves(run):
-    return json.dumps([{k: v for k, v in row.items() if k != "train_seconds"} for row in run.grpo_result.history])
+def _curves_of(result):
+    """The history of a GRPO run without its timings, as text (NaN-safe: copy_rate is NaN when no episode
+    called the tool, and NaN != NaN)."""
+    return json.dumps([{k: v for k, v in row.items() if k != "train_seconds"} for row in result.history])
 
 
 def test_two_runs_give_identical_curves(tiny_run):
     again = train(7, sft_cfg=TINY_SFT, grpo_cfg=TINY_GRPO, n_test=32)
-    assert _curves(again) == _curves(tiny_run)
+    assert _curves_of(again.grpo_result) == _curves_of(tiny_run.grpo_result)
     assert again.sft_log["loss"] == tiny_run.sft_log["loss"]
     assert repr(again.after["sampled"].as_dict()) == repr(tiny_run.after["sampled"].as_dict())  # NaN-safe
 
@@ -306,7 +308,7 @@ def test_a_run_in_another_process_gives_the_same_curves(tiny_run):
             "print(json.dumps([{k: v for k, v in row.items() if k != 'train_seconds'} "
             "for row in r.grpo_result.history]))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == _curves(tiny_run)
+    assert out.stdout.strip() == _curves_of(tiny_run.grpo_result)
 
 
 def test_staleness_is_bounded_and_nothing_is_dropped(tiny_run):
@@ -359,20 +361,13 @@ def test_advantage_fn_replaces_the_default_wiring_with_the_same_numbers(tiny_run
                                                               credit="last_token"), advantage_fn=token_advantages)
 
 
-def _curves_of(result):
-    return json.dumps([{k: v for k, v in row.items() if k != "train_seconds"} for row in result.history])
-
-
 def test_grpo_works_inside_a_running_event_loop_with_the_same_numbers(tiny_run):
     cfg = GRPOConfig(steps=2, prompts_per_step=4, group_size=4)
 
     async def cell():  # a notebook cell: a loop is already running in this thread, grpo() uses another thread
         return grpo(tiny_run.sft_policy(), tiny_run.task, cfg)
 
-    def curves(result):  # NaN-safe comparison (copy_rate is NaN when no episode called the tool)
-        return json.dumps([{k: v for k, v in row.items() if k != "train_seconds"} for row in result.history])
-
-    assert curves(asyncio.run(cell())) == curves(grpo(tiny_run.sft_policy(), tiny_run.task, cfg))
+    assert _curves_of(asyncio.run(cell())) == _curves_of(grpo(tiny_run.sft_policy(), tiny_run.task, cfg))
 
 
 def test_last_token_credit_puts_the_advantage_on_one_token(tiny_run):

@@ -45,7 +45,7 @@ _EXPORTS = {
     "ablations": ["ABLATIONS", "ABLATION_GRPO", "ALL_ABLATIONS", "AblationResult", "run_ablation",
                   "run_ablations", "run_cliff"],
     "tables": ["ABLATION_ZH", "ablation_table", "arm_label_zh", "before_after_table", "timing_table"],
-    "plots": ["plot_ablation", "plot_ablations", "plot_schedule", "plot_training_curves"],
+    "plots": ["plot_ablations", "plot_schedule", "plot_training_curves"],
     "render": ["episode_html"],
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}

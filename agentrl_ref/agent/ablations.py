@@ -100,7 +100,7 @@ def run_cliff(run, sft_steps: int = CLIFF_SFT_STEPS, *, base: GRPOConfig = ABLAT
     arm = _grpo_arm(short, short.policy, f"SFT {sft_steps} steps", {}, base, loss_fn, parts, short.before["sampled"])
     label = f"SFT {run.sft_config.steps} steps"
     return AblationResult("cliff", "Does GRPO still find the tool after a too short SFT?",
-                          [Arm(label, {}, full.result, full.after, full.seconds, full.before), arm])
+                          [replace(full, label=label, overrides={}), arm])
 
 
 def run_ablation(name: str, run, *, base: GRPOConfig = ABLATION_GRPO, cache: dict | None = None,
@@ -117,8 +117,7 @@ def run_ablation(name: str, run, *, base: GRPOConfig = ABLATION_GRPO, cache: dic
         key = _key(overrides)
         if key not in cache:
             cache[key] = run_arm(run, label, overrides, base, loss_fn, parts)
-        arm = cache[key]
-        out.append(Arm(label, overrides, arm.result, arm.after, arm.seconds, arm.before))
+        out.append(replace(cache[key], label=label, overrides=overrides))
     return AblationResult(name, question, out)
 
 
@@ -129,10 +128,4 @@ def run_ablations(run, names=ALL_ABLATIONS, *, base: GRPOConfig = ABLATION_GRPO,
                   parts=None) -> dict[str, AblationResult]:
     """Every named ablation ("cliff" included); the baseline arm (no overrides) is trained once and shared."""
     cache: dict = {}
-    out = {}
-    for name in names:
-        if name == "cliff":
-            out[name] = run_cliff(run, base=base, cache=cache, loss_fn=loss_fn, parts=parts)
-        else:
-            out[name] = run_ablation(name, run, base=base, cache=cache, loss_fn=loss_fn, parts=parts)
-    return out
+    return {name: run_ablation(name, run, base=base, cache=cache, loss_fn=loss_fn, parts=parts) for name in names}

@@ -80,9 +80,6 @@ class GRPOResult:
     dropped_overflow: int
     last_batch: list[Episode] = field(default_factory=list, repr=False)
 
-    def curve(self, key: str) -> list[float]:
-        return [row[key] for row in self.history]
-
 
 def default_loss_fn():
     """agentrl_ref.agent.loss.clipped_pg_loss (imported only when no loss_fn is given)."""
@@ -195,13 +192,13 @@ class _Trainer:
                "staleness": sum(self.version - t["policy_version"] for t in batch) / len(batch)}
         for key in scores[0]:
             row[f"reward_{key}"] = sum(float(s[key]) for s in scores) / len(scores)
+        # measured apart from the reward: a reward_fn with its own weights or wiring must not change the metric
         correct = [self.parts.accuracy_reward(e.answer_text, e.problem.answer) == 1.0 for e in episodes]
         tool = [e.tool_calls > 0 for e in episodes]
         row["accuracy"] = sum(correct) / len(correct)
         row["tool_rate"] = sum(tool) / len(tool)
         row["copy_rate"] = (sum(c for c, t in zip(correct, tool) if t) / sum(tool)) if any(tool) else float("nan")
         row["response_tokens"] = sum(e.assistant_tokens() for e in episodes) / len(episodes)
-        row["answer_chars"] = sum(len(e.answer_text) for e in episodes) / len(episodes)
         if self.stats_fn is not None:
             row.update(self.stats_fn(logp_new.detach(), b.logp_old, token_adv, b.mask, cfg.clip_eps))
         row["train_seconds"] = time.thread_time() - t0
@@ -222,8 +219,7 @@ class _Trainer:
             if stale > self.cfg.max_staleness:
                 raise RuntimeError(f"step {step}: got a trajectory {stale} versions old (max_staleness "
                                    f"{self.cfg.max_staleness}); the buffer must return the oldest first")
-            with torch_threads():
-                self.history.append(self.train_step(batch))
+            self.history.append(self.train_step(batch))  # one torch thread: run() holds torch_threads()
             async with admit:
                 self.version += 1
                 admit.notify_all()

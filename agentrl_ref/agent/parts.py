@@ -54,14 +54,10 @@ def resolve_parts(overrides: dict[str, Any] | Parts | None = None, **kwargs: Any
 
 
 def _reference(name: str):
-    """agentrl_ref's public `name`. Once the submodule agentrl_ref.format_reward is imported, the package
-    attribute format_reward is that module, not the function; take the function from it then."""
-    import types
-
+    """agentrl_ref's public `name` (agentrl_ref/__init__.py keeps format_reward the function, not its module)."""
     import agentrl_ref
 
-    value = getattr(agentrl_ref, name)
-    return getattr(value, name) if isinstance(value, types.ModuleType) else value
+    return getattr(agentrl_ref, name)
 
 
 def build_reward_fn(parts: Parts, weights: dict[str, float] | None = None, cos_max_len: int = COS_MAX_LEN):

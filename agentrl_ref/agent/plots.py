@@ -47,25 +47,6 @@ def plot_training_curves(result, title: str = "GRPO on the calculator task (trai
     return fig
 
 
-def plot_ablation(res, keys=("accuracy", "tool_rate")):
-    """One panel per key: that training-rollout curve for each arm of an AblationResult."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(keys), figsize=(4.3 * len(keys), 3.0), dpi=100, squeeze=False)
-    for ax, key in zip(axes[0], keys):
-        for color, arm in zip(ARM_COLORS, res.arms):
-            h = arm.result.history
-            ax.plot([r["step"] for r in h], [r[key] for r in h], color=color, label=arm.label)
-        ax.set_ylim(-0.02, 1.02) if key in ("accuracy", "tool_rate", "copy_rate") else None
-        ax.set_title(f"{res.name}: {key.replace('_', ' ')}", fontsize=9)
-        ax.set_xlabel("trainer step", fontsize=8)
-        ax.tick_params(labelsize=7)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
-
-
 def plot_ablations(results: dict, keys=("accuracy", "tool_rate")):
     """Grid: one row per ablation, one column per key (curves of both arms)."""
     import matplotlib.pyplot as plt

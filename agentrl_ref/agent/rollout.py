@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import torch
 
-from agentrl_ref.agent.episode import Episode
+from agentrl_ref.agent.episode import Episode, EpisodeBuilder
 from agentrl_ref.agent.task import Problem, calculator
 from agentrl_ref.agent.vocab import TOOL_CLOSE, TOOL_OPEN, VOCAB, Vocab
 
 
 def _prompt(problem: Problem, vocab: Vocab) -> tuple[list[int], list[tuple[str, int, int]]]:
     """<bos> <|user|> expr <|im_end|> <|assistant|>, and the user span."""
-    tokens = [vocab.bos, vocab.role["user"], *vocab.encode(problem.expr), vocab.eot]
-    return tokens + [vocab.role["assistant"]], [("user", 1, len(tokens))]
+    start = EpisodeBuilder(problem, vocab)
+    return start.tokens + [vocab.role["assistant"]], start.spans
 
 
 @torch.no_grad()

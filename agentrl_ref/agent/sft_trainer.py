@@ -53,7 +53,7 @@ def lr_at(step: int, cfg: SFTConfig) -> float:
     return cfg.lr * min(1.0, (step + 1) / cfg.warmup)
 
 
-def sft(policy, task: Task, cfg: SFTConfig = SFTConfig(), parts=None, log_every: int = 0) -> dict:
+def sft(policy, task: Task, cfg: SFTConfig = SFTConfig(), parts=None) -> dict:
     """Train policy in place on cfg.steps batches of demonstrations; returns {"loss": [...], "seconds": float}.
 
     The loss is the mean cross-entropy over the tokens where the shifted loss mask is 1 (labels
@@ -78,6 +78,4 @@ def sft(policy, task: Task, cfg: SFTConfig = SFTConfig(), parts=None, log_every:
             torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
             opt.step()
             losses.append(loss.item())
-            if log_every and (step + 1) % log_every == 0:
-                print(f"sft step {step + 1}: loss {loss.item():.4f}")
     return {"loss": losses, "seconds": time.perf_counter() - t0}
