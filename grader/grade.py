@@ -501,12 +501,10 @@ def grade(submissions: Path, out: Path, cell_timeout: int = 60, notebook_timeout
         for name in names:
             for future in running[name]:
                 future.result()
-            step = time.perf_counter()
-            record(course, [name], db_url)
-            timings["record"] += time.perf_counter() - step
-            step = time.perf_counter()
-            feedback(course, [name], db_url)
-            timings["feedback"] += time.perf_counter() - step
+            for step, write in (("record", record), ("feedback", feedback)):
+                began = time.perf_counter()
+                write(course, [name], db_url)
+                timings[step] += time.perf_counter() - began
     if sandbox:
         sweep_stale_cgroups()
     lap("execute")  # the sandboxes, with recording and feedback of finished assignments alongside

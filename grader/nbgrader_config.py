@@ -3,7 +3,8 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)  # so nbgrader can import the course's preprocessor
+if HERE not in sys.path:  # so nbgrader can import the course's preprocessor (this file may be loaded many times)
+    sys.path.insert(0, HERE)
 
 from blanks import FillInTheBlanks  # noqa: E402
 from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor  # noqa: E402

@@ -86,9 +86,14 @@ def _load_all() -> None:
                 raise
 
 
+def _is_blank(exc: BaseException) -> bool:
+    """exc is the NameError an unfilled `_____` raises."""
+    return isinstance(exc, NameError) and getattr(exc, "name", None) == BLANK
+
+
 def _unfilled_blank(exc: BaseException) -> str | None:
     """'第 N 行还有空没填' when exc is the NameError an unfilled `_____` raises."""
-    if not (isinstance(exc, NameError) and getattr(exc, "name", None) == BLANK):
+    if not _is_blank(exc):
         return None
     frames = traceback.extract_tb(exc.__traceback__)
     frame = next((f for f in reversed(frames) if f.line and BLANK in f.line), frames[-1] if frames else None)

@@ -2,10 +2,10 @@
 crash. Each test returns what it observed (the student's outputs), which run_test records for grading.
 
 An unfilled `_____` anywhere below accuracy_reward (say in extract_boxed_answer) raises NameError inside a
-call these tests make; they let that NameError through (_reraise_blank), so that run_test and check() show
+call these tests make; they let that NameError through (_call), so that run_test and check() show
 "第 N 行还有空没填" instead of a row that "raised NameError".
 """
-from agentrl_ref.checks import _unfilled_blank, expect, visible_test
+from agentrl_ref.checks import _is_blank, expect, visible_test
 
 EX = "ex2_verifiable_reward"
 
@@ -31,18 +31,14 @@ NEVER_RAISES_HINT = ("直接把字符串交给 Fraction：它对 'inf'、'nan' �
                      "别再退回 float：Fraction(float('inf')) 抛的是 OverflowError，没人接。")
 
 
-def _reraise_blank(exc: Exception) -> None:
-    """Let the NameError of an unfilled `_____` through, so the report says which line still has a blank."""
-    if _unfilled_blank(exc) is not None:
-        raise exc
-
-
 def _call(fn, *args):
-    """(value, None) or (None, the exception fn raised); an unfilled blank is re-raised."""
+    """(value, None) or (None, the exception fn raised); an unfilled blank is re-raised, so that the report
+    says which line still has a blank."""
     try:
         return fn(*args), None
     except Exception as exc:  # the row is shown, the failure reported after the table
-        _reraise_blank(exc)
+        if _is_blank(exc):
+            raise
         return None, exc
 
 

@@ -16,7 +16,7 @@ import asyncio
 import random
 
 from agentrl_ref.checks import CheckFailure, expect, visible_test
-from agentrl_ref.checks.probes import finish_within
+from agentrl_ref.checks.probes import cancel_all, finish_within, spin, task_state
 
 EX = "ex4_async_rollout"
 PART = "AsyncRolloutBuffer"
@@ -40,16 +40,8 @@ class _Tasks:
         return self
 
     async def __aexit__(self, *exc_info):
-        for task in self.started:
-            task.cancel()
-        await asyncio.gather(*self.started, return_exceptions=True)
+        await cancel_all(*self.started)
         return False
-
-
-async def _spin(turns: int = 20) -> None:
-    """Let every other task run for a few turns of the event loop."""
-    for _ in range(turns):
-        await asyncio.sleep(0)
 
 
 async def _within(awaitable, what: str, hint: str = HANG_HINT):
@@ -64,17 +56,6 @@ async def _within(awaitable, what: str, hint: str = HANG_HINT):
 async def _put_all(buf, items) -> None:
     for item in items:
         await buf.put(item)
-
-
-def _state(task: asyncio.Task):
-    """What a task came to, as a recordable value: "waiting", "cancelled", "raised <Error>" or its result."""
-    if not task.done():
-        return "waiting"
-    if task.cancelled():
-        return "cancelled"
-    if task.exception() is not None:
-        return "raised " + type(task.exception()).__name__
-    return task.result()
 
 
 def _crash(task: asyncio.Task) -> str:
@@ -92,7 +73,7 @@ async def seed_harness(AsyncRolloutBuffer):
 
     async def rollout_worker(n):
         for i in range(n):
-            await _spin(rng.randint(0, 3))  # "generation time": a few turns of the loop
+            await spin(rng.randint(0, 3))  # "generation time": a few turns of the loop
             await buf.put({"traj_id": i, "reward": rng.random()})
 
     async def trainer_loop(n_steps):
@@ -144,10 +125,10 @@ async def no_partial_batch(AsyncRolloutBuffer):
     buf = AsyncRolloutBuffer(batch_size=3, max_capacity=10)
     async with _Tasks() as tasks:
         trainer = tasks.start(buf.get_batch())
-        await _spin()
+        await spin()
         await _put_all(buf, ["a", "b"])
-        await _spin()
-        with_two = _state(trainer)
+        await spin()
+        with_two = task_state(trainer)
         if trainer.done():
             crash = _crash(trainer)
             got = f"抛出 {crash}" if crash else f"拿到 {trainer.result()!r}"
@@ -166,7 +147,7 @@ async def last_batch_when_producers_finish(AsyncRolloutBuffer):
 
     async def producer(p):
         for i in range(5):
-            await _spin(p + 1)
+            await spin(p + 1)
             await buf.put((p, i))
 
     async def trainer():
@@ -185,7 +166,7 @@ async def last_batch_when_producers_finish(AsyncRolloutBuffer):
                       hint="最后一条放进去时，队列里正好 batch_size 条：条件要用 >=，不是 >。")
         crash = _crash(loop) if loop.done() else ""
         expect(not crash, f"trainer 抛出了 {crash}")
-        trainer_after = _state(loop)
+        trainer_after = task_state(loop)
     got = sorted(item for batch in batches for item in batch)
     want = sorted((p, i) for p in range(2) for i in range(5))
     expect([len(b) for b in batches] == [5, 5], f"trainer 拿到的 batch 大小是 {[len(b) for b in batches]}，期望 [5, 5]")
@@ -199,12 +180,12 @@ async def several_trainers(AsyncRolloutBuffer):
     async with _Tasks() as tasks:
         first = tasks.start(buf.get_batch())
         second = tasks.start(buf.get_batch())
-        await _spin()
+        await spin()
         await buf.put("x")  # wakes the waiting trainer(s) ...
         first.cancel()  # ... and the first one is stopped before it runs (shutdown, a timeout, ...)
         got = await _within(second, "队列里有 1 条、batch_size=1，第二个 trainer 却一直没被叫醒",
                             hint="notify() 只叫醒一个等待者；它恰好被取消时这次唤醒就丢了。"
                                  "有几个 trainer 在等时要叫醒全部，让它们各自检查条件。")
-        first_state = _state(first)
+        first_state = task_state(first)
     expect(got == ["x"], f"第二个 trainer 拿到 {got!r}，期望 ['x']")
     return {"first": first_state, "second": got, "left": list(buf.buf)}

@@ -71,9 +71,10 @@ def clip_branches(clipped_pg_loss):
         expect(abs(g - want) <= TOL, f"{what}：得到 {g:.4f}，期望 {want:g}", hint=_branch_hint(got))
     whole = clipped_pg_loss(logp_new, logp_old, advantages, torch.ones(1, len(ratios)), 0.2)
     _expect_scalar("clipped_pg_loss", whole)
-    print("  五个 token 一起:   ", round(float(whole.detach()), 4))
-    expect(abs(float(whole.detach()) - BRANCH_MEAN) <= TOL,
-           f"五个 token 都在 mask 里：得到 {float(whole.detach()):.4f}，期望 {BRANCH_MEAN:g}（五个损失的平均）",
+    together = float(whole.detach())
+    print("  五个 token 一起:   ", round(together, 4))
+    expect(abs(together - BRANCH_MEAN) <= TOL,
+           f"五个 token 都在 mask 里：得到 {together:.4f}，期望 {BRANCH_MEAN:g}（五个损失的平均）",
            hint="单个 token 都对了，合起来却不对：分母应该是 mask 里 1 的个数。")
     return outs + [whole]
 

@@ -13,6 +13,8 @@ grader); elsewhere the probe functions compute their outcomes and write nothing.
                                      or a single argument): {"ok": value} or {"raised": "ValueError"}
     await probe_async("name", coro)  record an awaited outcome; a hang becomes {"stuck": turns} (a budget of
                                      event-loop turns, not of seconds: see finish_within)
+    spin, cancel_all, task_state     for tests of async code: let other tasks run, clean up, and what a
+                                     task came to ("waiting", "cancelled", "raised <Error>" or its result)
 
 Encoding (plain JSON, nothing the student's classes can fake through __eq__): None, bool, int, float
 (NaN and infinities as {"float": "nan"|"inf"|"-inf"}), str; lists and tuples as lists; dicts with str
@@ -171,3 +173,29 @@ async def outcome_async(awaitable, turns: int = TURNS) -> dict:
 async def probe_async(name: str, awaitable, turns: int = TURNS) -> None:
     """Record an awaited outcome (see outcome_async)."""
     _emit(name, await outcome_async(awaitable, turns))
+
+
+# helpers for tests of async code (visible and hidden test cells): what a task came to, recordable -------
+
+async def spin(turns: int = 20) -> None:
+    """Let every other task run for a few turns of the event loop."""
+    for _ in range(turns):
+        await asyncio.sleep(0)
+
+
+async def cancel_all(*tasks: asyncio.Future) -> None:
+    """Cancel the tasks and wait until they are gone (whatever they raised)."""
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def task_state(task: asyncio.Future):
+    """What a task came to, as a recordable value: "waiting", "cancelled", "raised <Error>" or its result."""
+    if not task.done():
+        return "waiting"
+    if task.cancelled():
+        return "cancelled"
+    if task.exception() is not None:
+        return "raised " + type(task.exception()).__name__
+    return task.result()

@@ -75,7 +75,7 @@ def _cell(row: dict[str, object], key: str) -> str:
 def markdown_table(rows: list[dict[str, object]]) -> str:
     """Render rows of equal keys as a Markdown table (numbers as 0/1, mismatches marked)."""
     keys = list(rows[0])
-    cells = [[_cell(row, key) if key != "case" else f"{row[key]}" for key in keys] for row in rows]
+    cells = [[_cell(row, key) for key in keys] for row in rows]
     return md_table.markdown_table([HEADERS.get(k, k) for k in keys], cells)
 
 

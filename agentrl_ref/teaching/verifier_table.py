@@ -36,7 +36,11 @@ def _installed_math_verify() -> str:
         return "?"
 
 
-MATH_VERIFY_NAME = f"math-verify {_installed_math_verify()}（本课安装的版本）"
+MATH_VERIFY_LABEL = f"math-verify {_installed_math_verify()}"  # ASCII, for the figure
+MATH_VERIFY_NAME = f"{MATH_VERIFY_LABEL}（本课安装的版本）"
+# the two verifiers compared: (name in the tables, label in the figure, verdict field, seconds field)
+VERIFIERS = ((REFERENCE_NAME, "reference (agentrl_ref)", "toy_equal", "toy_seconds"),
+             (MATH_VERIFY_NAME, MATH_VERIFY_LABEL, "math_verify_equal", "math_verify_seconds"))
 
 # answer_forms.ANSWER_FORMS notes (English: bench/run.py and the README quote them) as the Chinese table shows them
 NOTE_ZH: dict[str, str] = {
@@ -213,8 +217,7 @@ class VerifierStats(NamedTuple):
 def verifier_summary(results: Sequence[VerifierComparison]) -> list[VerifierStats]:
     """Agreement, false-negative / false-positive counts and time per sample of both verifiers."""
     out = []
-    for name, verdict, seconds in ((REFERENCE_NAME, "toy_equal", "toy_seconds"),
-                                   (MATH_VERIFY_NAME, "math_verify_equal", "math_verify_seconds")):
+    for name, _label, verdict, seconds in VERIFIERS:
         said = [getattr(r, verdict) for r in results]
         times = [getattr(r, seconds) for r in results]
         out.append(VerifierStats(
@@ -268,8 +271,7 @@ def plot_verifiers(results: Sequence[VerifierComparison]):
 
     kinds = {"agrees with human": "0.6", "false negative": "tab:orange", "false positive": "tab:red"}
     fig, ax = plt.subplots(figsize=(8, 3.2), dpi=110)
-    for row, (name, verdict, seconds) in enumerate((("reference (agentrl_ref)", "toy_equal", "toy_seconds"),
-                                                    ("math-verify 0.9.0", "math_verify_equal", "math_verify_seconds"))):
+    for row, (_name, _label, verdict, seconds) in enumerate(VERIFIERS):
         times = [getattr(r, seconds) for r in results]
         for k, (r, t) in enumerate(zip(results, times)):
             said = getattr(r, verdict)
@@ -281,7 +283,7 @@ def plot_verifiers(results: Sequence[VerifierComparison]):
         ax.plot([median, median], [row - 0.3, row + 0.3], color="black", linewidth=1.5)
         ax.annotate(f"median {_duration(median).replace('µ', 'u')}", (median, row + 0.32), ha="center", fontsize=8)
     ax.set_xscale("log")
-    ax.set_yticks([0, 1], ["reference (agentrl_ref)", "math-verify 0.9.0"])
+    ax.set_yticks(range(len(VERIFIERS)), [label for _name, label, _verdict, _seconds in VERIFIERS])
     ax.set_ylim(-0.5, 1.6)
     ax.set_xlabel("seconds per call (log scale)")
     ax.set_title(f"{len(results)} answer forms: time per call and verdict vs a human grader")

@@ -157,8 +157,8 @@ def label_scrollable_tables(app, pagename, templatename, context, doctree) -> No
         seen[label] += 1
         if seen[label] > 1:  # landmarks of one page need distinct names
             label = f"{label}（{seen[label]}）"
-        out.append(f'<div class="pst-scrollable-table-container" role="region" tabindex="0" '
-                   f'aria-label="{html.escape(label)}">{part}')
+        out.append(TABLE_WRAPPER.replace(">", f' role="region" tabindex="0" aria-label="{html.escape(label)}">', 1)
+                   + part)
     context["body"] = "".join(out)
 
 
