@@ -423,7 +423,7 @@ def write_csvs(out: Path, subs: list[Submission], scores, maxima) -> None:
 
 def grade(submissions: Path, out: Path, cell_timeout: int = 60, notebook_timeout: int = 600,
           db_url: str | None = None, jobs: int | None = None, sandbox: bool = True,
-          limits=None, timings: dict | None = None, quiet: bool = False) -> list[Submission]:
+          limits=None, timings: dict | None = None) -> list[Submission]:
     """Grade every submission in the folder into out; see the module docstring. timings (if given) gets the
     seconds each step took: prepare, execute (reference runs included; recording and feedback of finished
     assignments run alongside, and their own seconds are in record and feedback), report, total."""
@@ -519,8 +519,7 @@ def grade(submissions: Path, out: Path, cell_timeout: int = 60, notebook_timeout
     (out / "report.md").write_text(report, encoding="utf-8")
     lap("report")
     timings["total"] = time.perf_counter() - started
-    if not quiet:
-        print(report)
+    print(report)
     graded = sum(s.status not in ("missing", "invalid") for s in subs)
     steps = ", ".join(f"{k} {v:.1f} s" for k, v in timings.items() if k != "total")
     print(f"graded {graded} notebooks of {len(subs)} in {timings['total']:.1f} s ({steps}; {jobs} at a time, "
