@@ -11,6 +11,11 @@ ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "grader" / "source"
 ASSIGNMENTS = sorted(p.name for p in SOURCE.iterdir() if (p / f"{p.name}.ipynb").is_file())
 
+# nbclient gives a cell's outputs 4 s after its reply to be read, then cancels the reading and goes on without
+# a word: on a busy machine a test would see a cell with fewer outputs than it made. Tests that read outputs
+# wait longer, and if the outputs still do not come the cell fails with "Timeout waiting for IOPub output".
+KEEP_OUTPUTS = {"iopub_timeout": 120, "raise_on_iopub_timeout": True}
+
 
 def source_notebook(assignment: str) -> nbformat.NotebookNode:
     return nbformat.read(SOURCE / assignment / f"{assignment}.ipynb", as_version=4)

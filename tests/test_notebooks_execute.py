@@ -3,14 +3,14 @@ import nbclient
 import nbformat
 import pytest
 
-from course import ASSIGNMENTS, SOURCE
+from course import ASSIGNMENTS, KEEP_OUTPUTS, SOURCE
 
 
 @pytest.mark.parametrize("name", ASSIGNMENTS)
 def test_instructor_notebook_executes(name):
     nb = nbformat.read(SOURCE / name / f"{name}.ipynb", as_version=4)
     client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
-                                     resources={"metadata": {"path": str(SOURCE / name)}})
+                                     resources={"metadata": {"path": str(SOURCE / name)}}, **KEEP_OUTPUTS)
     client.execute()  # raises CellExecutionError on any failing cell
     for cell in nb.cells:
         if cell.cell_type != "code":

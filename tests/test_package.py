@@ -31,7 +31,7 @@ from packaging.requirements import Requirement
 
 import release
 from agentrl_ref.teaching import cloze
-from course import ASSIGNMENTS, ROOT, filled, reference_fills
+from course import ASSIGNMENTS, KEEP_OUTPUTS, ROOT, filled, reference_fills
 
 COMPONENTS = {"format_reward.py", "verifiable_reward.py", "loss_mask.py", "rollout_buffer.py",
               "composite_reward.py", "token_credit.py"}
@@ -119,7 +119,7 @@ def _run(nb: nbformat.NotebookNode, workdir: Path, jupyter_path: Path, monkeypat
     monkeypatch.setenv("JUPYTER_PATH", str(jupyter_path))
     monkeypatch.delenv("PYTHONPATH", raising=False)
     client = nbclient.NotebookClient(nb, timeout=600, kernel_name="fresh",
-                                     resources={"metadata": {"path": str(workdir)}})
+                                     resources={"metadata": {"path": str(workdir)}}, **KEEP_OUTPUTS)
     client.execute()  # any error in any cell fails the test
     return nb
 
@@ -163,8 +163,8 @@ def test_wheel_runs_every_student_notebook(name, wheel_venv, tmp_path, monkeypat
     figures = [o for c in demo for o in c.outputs if "image/png" in o.get("data", {})]
     if any("plot" in c.source for c in demo):
         assert figures, f"{name}: no plot rendered"
-    widget = nb.cells[-1].outputs
-    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in widget), widget
+    widget = nb.cells[-1]
+    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in widget.outputs), widget
 
 
 def _closure(names: list[str]) -> set[str]:

@@ -11,6 +11,7 @@ matplotlib.use("Agg")
 
 from agentrl_ref.teaching.rollout_playground import BOTH, OFF, RolloutPlayground  # noqa: E402
 from agentrl_ref.teaching.rollout_sim import SimConfig  # noqa: E402
+from course import KEEP_OUTPUTS  # noqa: E402
 
 
 def png(fig) -> bytes:
@@ -157,7 +158,7 @@ def _kernel_run(*sources):
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.cells = [nbformat.v4.new_code_cell(src) for src in sources]
-    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3", **KEEP_OUTPUTS).execute()
     assert not [o for c in nb.cells for o in c.outputs if o.get("name") == "stderr" or o.output_type == "error"]
     return nb, nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
 
