@@ -24,7 +24,7 @@ from pathlib import Path
 import nbformat
 from jupyter_client import AsyncKernelManager
 from jupyter_core.utils import run_sync
-from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbclient.exceptions import CellExecutionComplete, CellTimeoutError, DeadKernelError
 from nbgrader.preprocessors import Execute
 from traitlets import Integer
 
@@ -90,6 +90,29 @@ def for_grading(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
+def well_formed(nb: nbformat.NotebookNode) -> int:
+    """Drop every output nbformat would refuse (a kernel can send anything) and execution counts that are
+    not numbers, so that the executed notebook can always be written; return how many were dropped."""
+    from nbformat.v4.nbbase import validate
+
+    dropped = 0
+    for cell in nb.cells:
+        if cell.get("cell_type") != "code":
+            continue
+        count = cell.get("execution_count")
+        if not (count is None or (isinstance(count, int) and not isinstance(count, bool) and count >= 0)):
+            cell["execution_count"] = None
+        kept = []
+        for output in cell.get("outputs", []):
+            try:
+                validate(output, output.get("output_type"))
+                kept.append(output)
+            except Exception:  # noqa: BLE001 - any output nbformat refuses
+                dropped += 1
+        cell["outputs"] = kept
+    return dropped
+
+
 def _digest(*parts: bytes) -> str:
     h = hashlib.sha256()
     for part in parts:
@@ -137,17 +160,48 @@ def expected_for(assignment: str, source: Path, runner: "Runner", grading: Path)
     return expected
 
 
+IOPUB_SECONDS = 30  # after a cell's reply, how long its remaining outputs may take to arrive
+
+
 class GuardedExecute(Execute):
-    """nbgrader's Execute, with outputs capped while they arrive (per cell and per notebook)."""
+    """nbgrader's Execute, with outputs capped while they arrive (per cell and per notebook), messages it
+    cannot handle dropped instead of ending the run, and outputs that never arrive made loud: after a
+    cell's reply the kernel has IOPUB_SECONDS for the rest of its outputs, then the run stops with an
+    error (nbclient's default is 4 s, after which it goes on without them and without a word)."""
 
     max_cell_bytes = Integer(1_000_000, help="output kept per cell").tag(config=True)
     max_notebook_bytes = Integer(5_000_000, help="output kept per notebook").tag(config=True)
+
+    def __init__(self, **kw):
+        kw.setdefault("iopub_timeout", IOPUB_SECONDS)
+        kw.setdefault("raise_on_iopub_timeout", True)
+        super().__init__(**kw)
 
     def preprocess(self, nb, resources=None, km=None):
         self._cell_bytes: dict[int, int] = {}
         self._total = 0
         self.truncated: set[int] = set()
+        self.malformed = 0
+        self.timed_out = False   # a cell ran past the cell timeout (its outputs then cannot end normally)
         return super().preprocess(nb, resources, km=km)
+
+    async def _async_handle_timeout(self, timeout, cell=None):
+        """A cell ran too long: it is interrupted; if the interrupt works its error arrives at once, if not
+        there is nothing left to wait for (nbclient's 4 s, not IOPUB_SECONDS)."""
+        self.timed_out = True
+        self.iopub_timeout = min(self.iopub_timeout, 4)
+        return await super()._async_handle_timeout(timeout, cell)
+
+    def process_message(self, msg, cell, cell_index):
+        """A message nbclient cannot handle (a missing key, a display id that is a list, data that is not
+        a dict…: the kernel is the student's) is dropped and counted."""
+        try:
+            return super().process_message(msg, cell, cell_index)
+        except CellExecutionComplete:
+            raise
+        except Exception:  # noqa: BLE001 - any malformed message
+            self.malformed += 1
+            return None
 
     def output(self, outs, msg, display_id, cell_index):
         content = msg.get("content", {})
@@ -190,7 +244,8 @@ class Runner:
                               shutdown_kernel="immediate")
 
     def run(self, nb: nbformat.NotebookNode, workdir: Path, expected=None) -> RunResult:
-        """Execute nb (in place) with workdir as the kernel's folder; judge its test cells if expected is given."""
+        """Execute nb (in place) with workdir as the kernel's folder; judge its test cells if expected is given.
+        Whatever the kernel does, this returns (an unexpected failure is status "error" with a note)."""
         started = time.perf_counter()
         result = RunResult(nb)
         workdir.mkdir(parents=True, exist_ok=True)
@@ -207,15 +262,25 @@ class Runner:
                 elif cause:
                     result.status = "killed"
                     result.notes.append(f"{cause}：没跑完的测试记 0 分")
+                if session.report.full_zh():
+                    result.notes.append(session.report.full_zh())
                 if session.report.leftover_processes_killed:
                     result.notes.append(f"运行结束时还有 {session.report.leftover_processes_killed} 个进程没退出，"
                                         "已全部终止")
             else:
                 self._execute_unsafe(executor, nb, resources, result)
+        except Exception as exc:  # noqa: BLE001 - the sandbox or nbclient failed on this notebook
+            result.status = "error"
+            result.notes.append(f"执行时出错（{type(exc).__name__}）：没跑完的测试记 0 分")
         finally:
             shutil.rmtree(workdir, ignore_errors=True)  # files the notebook wrote stay nowhere
             _close_thread_loop()
-        if executor.truncated:
+        if getattr(executor, "malformed", 0):
+            result.notes.append(f"内核发来 {executor.malformed} 条无法处理的消息：已丢弃")
+        dropped = well_formed(nb)
+        if dropped:
+            result.notes.append(f"{dropped} 个输出格式不对：已丢弃")
+        if getattr(executor, "truncated", None):
             result.notes.append(f"输出过大，已截断（{len(executor.truncated)} 个单元）")
             for index in executor.truncated:
                 nb.cells[index].setdefault("outputs", []).append(nbformat.v4.new_output(
@@ -235,7 +300,12 @@ class Runner:
             executor.preprocess(nb, resources, km=km)
         except DeadKernelError:
             result.status = "killed"  # the session report (read after the session ends) names the cause
-        except CellTimeoutError:
+        except CellTimeoutError as exc:
+            if "IOPub" in str(exc) and not executor.timed_out:
+                result.status = "error"
+                result.notes.append(f"有单元运行结束后 {IOPUB_SECONDS} 秒内输出仍没有收全：这份 notebook 的结果"
+                                    "可能不全，之后的单元没有运行，请检查后重评")
+                return
             result.status = "timeout"
             result.notes.append(f"有单元运行超过 {self.cell_timeout} 秒仍不结束（中断也停不下来），被终止："
                                 "没跑完的测试记 0 分")

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from release import GRADER, nbgrader_env
 
-COURSE_FILES = ("nbgrader_config.py", "blanks.py", "safety.py", "execute.py", "verdict.py", "sandbox.py", "source")
+COURSE_FILES = ("nbgrader_config.py", "blanks.py", "safety.py", "execute.py", "verdict.py", "sandbox.py",
+                "cells.py", "sanitize.py", "source")
 
 
 def scratch_course(dest: Path, course: Path = GRADER) -> Path:

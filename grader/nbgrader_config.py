@@ -13,7 +13,7 @@ from nbgrader.preprocessors import (  # noqa: E402
     DeduplicateIds, GetGrades, IgnorePattern, IncludeHeaderFooter, InstantiateTests, LockCells,
     OverwriteCells, OverwriteKernelspec, SaveAutoGrades, SaveCells,
 )
-from safety import CapOutputs, SandboxedExecute, SkipDemoCells  # noqa: E402
+from safety import CapOutputs, InertOutputs, InertStudentText, SandboxedExecute, SkipDemoCells  # noqa: E402
 from verdict import StudentFacingOutputs  # noqa: E402
 
 c = get_config()  # noqa: F821
@@ -33,9 +33,10 @@ c.GenerateAssignment.preprocessors = [
 # as `make grade` does (which also runs notebooks in parallel and repairs their structure first).
 c.Autograde.sanitize_preprocessors = [
     ClearOutput, DeduplicateIds, OverwriteKernelspec, OverwriteCells, CheckCellMetadata, SkipDemoCells,
+    InertStudentText,
 ]
 c.Autograde.autograde_preprocessors = [
-    SandboxedExecute, IgnorePattern, ClearMetadataPreprocessor, CapOutputs,
+    SandboxedExecute, IgnorePattern, ClearMetadataPreprocessor, CapOutputs, InertOutputs,
     SaveAutoGrades, AssignLatePenalties, CheckCellMetadata,
 ]
 

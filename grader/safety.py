@@ -3,6 +3,8 @@
 SkipDemoCells (before execution): cells tagged `demo` (timing plots, comparison tables, the setup
     cell) teach but grade nothing; they are not run while grading. A test or answer cell is never
     skipped, whatever its tags say.
+InertStudentText (before execution) and InertOutputs (after it): nothing a student wrote or printed stays
+    active (sanitize.py).
 SandboxedExecute (the execution step of `nbgrader autograde` in this course): runs the notebook in
     the grading sandbox (grader/execute.py) and decides every test cell's verdict outside the kernel
     (grader/verdict.py) against the reference notebook's records, computed once and cached.
@@ -21,18 +23,47 @@ import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Integer
 
-DEMO_TAG = "demo"
+from cells import is_demo
+from sanitize import inert_cell, inert_outputs
 
 
-def _graded_or_answer(cell) -> bool:
-    meta = cell.metadata.get("nbgrader", {})
-    return bool(meta.get("grade") or meta.get("solution"))
+def _course_root(preprocessor) -> Path:
+    """The course folder nbgrader runs in (CourseDirectory.root in the config; else the working folder)."""
+    root = preprocessor.config.get("CourseDirectory", {}).get("root")
+    return Path(root) if root else Path.cwd()
 
 
 class SkipDemoCells(NbGraderPreprocessor):
     def preprocess_cell(self, cell, resources, index):
-        if cell.cell_type == "code" and DEMO_TAG in cell.metadata.get("tags", []) and not _graded_or_answer(cell):
+        if is_demo(cell):
             cell.source = "# (demo cell: not run while grading)"
+        return cell, resources
+
+
+class InertStudentText(NbGraderPreprocessor):
+    """Before execution: markdown and raw cells that are not the release's own become inert HTML
+    (sanitize.py), so neither formgrader nor the feedback renders a student's script."""
+
+    def preprocess(self, nb, resources):
+        name = str(resources.get("nbgrader", {}).get("assignment"))
+        release = _course_root(self) / "release" / name / f"{name}.ipynb"
+        self._trusted = {c.source for c in nbformat.read(release, as_version=4).cells
+                         if c.cell_type == "markdown"} if release.is_file() else set()
+        return super().preprocess(nb, resources)
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type in ("markdown", "raw") and cell.source not in self._trusted:
+            inert_cell(cell)
+        return cell, resources
+
+
+class InertOutputs(NbGraderPreprocessor):
+    """After execution: every output inert (sanitize.inert_outputs), the verdict marks kept."""
+
+    def preprocess_cell(self, cell, resources, index):
+        from verdict import VERDICT_MARK
+
+        inert_outputs(cell, keep_metadata=(VERDICT_MARK,))
         return cell, resources
 
 
@@ -90,7 +121,7 @@ class SandboxedExecute(NbGraderPreprocessor):
     def preprocess(self, nb, resources):
         import execute
 
-        course = Path(resources["nbgrader"].get("course_root") or Path.cwd())
+        course = _course_root(self)
         assignment = resources["nbgrader"]["assignment"]
         grading = course / ".grading"
         runner = execute.runner_for(assignment, grading, cell_timeout=self.timeout,

@@ -4,7 +4,7 @@ This is trusted code: it runs in the grading process, never inside the sandbox. 
 inside the kernel is treated as hostile.
 
     sandbox = Sandbox(package_root, SandboxLimits(memory_mb=2048))
-    with sandbox.session(workdir) as session:          # workdir: the folder holding the notebook
+    with sandbox.session(workdir) as session:          # workdir: an empty folder, the kernel's cwd
         km = session.kernel_manager()                   # fresh AsyncKernelManager, not started
         ExecutePreprocessor(timeout=120).preprocess(nb, resources, km=km)   # or NotebookClient(nb, km=km)
     session.report.cause_zh()                           # e.g. "内存超过上限（2048 MB），内核被系统终止"
@@ -13,7 +13,7 @@ How it works
 ------------
 * `Session.kernel_manager()` returns a `SandboxKernelManager` (an `AsyncKernelManager` subclass). Its
   kernel command is `/bin/sh -c LAUNCHER …`: the tiny POSIX-sh launcher writes its own PID into the
-  session's memory, pids and cpuacct cgroups (v1), sets RLIMIT_CORE/AS/FSIZE/CPU with `ulimit`,
+  session's memory, pids, cpuacct and cpu cgroups (v1), sets RLIMIT_CORE/AS/FSIZE/CPU with `ulimit`,
   ignores SIGINT (`trap '' INT`, so nbclient's interrupt, a SIGINT to the whole process group, does not
   kill bwrap) and then `exec`s bwrap, which runs `python -m ipykernel_launcher -f CONN` inside. No
   `preexec_fn` (unsafe with threads), no extra interpreter start.
@@ -22,19 +22,24 @@ How it works
   `/usr` (+ the `/bin` `/lib` `/lib64` `/sbin` links), `/etc/ld.so.cache`, `/etc/fonts`,
   `/etc/alternatives`, a generated `/etc/passwd` + `/etc/group`, the venv and the base interpreter it
   links to, the package root at `/opt/agentrl`, the prebuilt matplotlib font list. Size-capped tmpfs
-  on `/tmp`, `/dev/shm` and the private `$HOME` (`/home/student`). Read-write only the notebook folder
+  on `/tmp`, `/dev/shm` and the private `$HOME` (`/home/student`). Read-write only the working folder
   (at `/submission`, the kernel's cwd) and the session's private connection-file folder (same path as
   on the host: client and kernel must agree on the IPC socket paths). Then `--remount-ro /`, and
   `--clearenv` then PATH, HOME, IPYTHONDIR, MPLCONFIGDIR, LANG, PYTHONPATH, PYTHONDONTWRITEBYTECODE.
   The options reach bwrap through a pipe (`--args FD`): /proc/1/cmdline inside stays short (but
   /proc/self/mountinfo still names the host paths of the binds, e.g. the workdir's).
+* The working folder: for the session, a tmpfs capped in bytes and inodes (`workdir_mb`,
+  `workdir_inodes`) is mounted on `workdir` (nosuid, nodev); nothing the notebook writes reaches the host
+  disk, and at exit the tmpfs is unmounted with everything in it. While the session is open the host
+  sees the files in `workdir`. The report says whether the folder was full (`full_zh()`).
+* CPU: each session's cgroup gets a CFS quota of `cpu_cores` cores (and, as every sibling, an equal
+  share): a notebook that starts fifty busy processes slows down itself, not a neighbour.
 * Transport: ZMQ over IPC sockets in a fresh 0700 folder per session (TCP cannot cross the network
   namespace).
 * Exit (`Session.__exit__`, also after exceptions): SIGKILL every process of the session's cgroup
   (repeated until empty; killing the PID namespace's init also takes down everything inside), reap the
   launcher, close the manager's and its clients' ZMQ sockets/contexts, read the cgroup counters into
-  `Session.report`, remove the cgroups, the connection folder and the log; scrub the workdir
-  (symlinks, FIFOs, sockets and set-uid/gid bits the sandbox left there are removed).
+  `Session.report`, remove the cgroups, the connection folder and the log, unmount the working folder.
 
 Thread-safety: a `Sandbox` may be shared by threads; each `Session` belongs to the thread that runs its
 notebook (`Session.kill()` may be called from any thread, e.g. a wall-clock watchdog). The kernel gets
@@ -42,7 +47,8 @@ SIGKILL when the *thread* that started it exits (PR_SET_PDEATHSIG of `--die-with
 the forking thread): start and finish a session in the same, long-lived thread.
 
 `python grader/sandbox.py --selftest` compares sandboxed and plain kernel start+execute times.
-`python grader/sandbox.py --sweep` removes stale cgroups and state folders of dead grader processes.
+`python grader/sandbox.py --sweep` removes stale cgroups, state folders and working-folder mounts of dead
+grader processes.
 """
 from __future__ import annotations
 
@@ -77,7 +83,7 @@ __all__ = [
 
 BWRAP = "/usr/bin/bwrap"
 CGROUP_ROOT = Path("/sys/fs/cgroup")
-CONTROLLERS = ("memory", "pids", "cpuacct")
+CONTROLLERS = ("memory", "pids", "cpuacct", "cpu")   # cpu and cpuacct may be one hierarchy (comounted)
 PARENT_GROUP = "agentrl-grader"     # /sys/fs/cgroup/<controller>/agentrl-grader/<session>
 STATE_PARENT = "agentrl-grader"     # /var/tmp/agentrl-grader/<session>/conn (private 0700 folders)
 
@@ -87,12 +93,12 @@ INNER_PACKAGE_ROOT = "/opt/agentrl"
 INNER_IPYTHONDIR = INNER_HOME + "/.ipython"
 INNER_MPLCONFIGDIR = INNER_HOME + "/.config/matplotlib"
 
-# POSIX sh (dash). $1..$3 cgroup.procs files, $4 RLIMIT_AS (KiB or "unlimited"), $5 RLIMIT_FSIZE
-# (512-byte blocks), $6/$7 RLIMIT_CPU soft/hard (s); the rest is the bwrap command line.
+# POSIX sh (dash). $1 the cgroup.procs files, separated by ":", $2 RLIMIT_AS (KiB or "unlimited"),
+# $3 RLIMIT_FSIZE (512-byte blocks), $4/$5 RLIMIT_CPU soft/hard (s); the rest is the bwrap command line.
 LAUNCHER = (
-    'set -e; for f in "$1" "$2" "$3"; do echo $$ > "$f"; done; '
-    'ulimit -c 0; ulimit -v "$4"; ulimit -f "$5"; ulimit -t "$7"; ulimit -S -t "$6"; '
-    "trap '' INT; shift 7; exec \"$@\""
+    'set -e; IFS=:; for f in $1; do echo $$ > "$f"; done; unset IFS; '
+    'ulimit -c 0; ulimit -v "$2"; ulimit -f "$3"; ulimit -t "$5"; ulimit -S -t "$4"; '
+    "trap '' INT; shift 5; exec \"$@\""
 )
 # --unshare-all: user, ipc, pid, net, uts, cgroup namespaces. --disable-userns (bwrap >= 0.8): the
 # sandbox cannot create nested user namespaces (kernel attack surface).
@@ -120,9 +126,14 @@ class SandboxLimits:
     file_size_mb: int = 64                # RLIMIT_FSIZE
     tmp_mb: int = 256                     # size of each tmpfs: /tmp, /dev/shm, $HOME
     cpu_seconds: int = 600                # RLIMIT_CPU per process (SIGXCPU, then SIGKILL)
+    workdir_mb: int = 256                 # the working folder: a tmpfs of this size ...
+    workdir_inodes: int = 10_000          # ... and this many files and folders
+    cpu_cores: float = 1.0                # cgroup cpu quota: at most this many cores, whatever it starts
 
     def __post_init__(self) -> None:
-        for name in ("memory_mb", "pids", "file_size_mb", "tmp_mb", "cpu_seconds"):
+        if not isinstance(self.cpu_cores, (int, float)) or not 0.05 <= self.cpu_cores <= 256:
+            raise ValueError("SandboxLimits.cpu_cores must be a number of cores between 0.05 and 256")
+        for name in ("memory_mb", "pids", "file_size_mb", "tmp_mb", "cpu_seconds", "workdir_mb", "workdir_inodes"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise ValueError(f"SandboxLimits.{name} must be a positive int")   # tmpfs size=0 = unlimited
         if self.address_space_mb is not None and self.address_space_mb < 0:
@@ -140,12 +151,12 @@ class SessionReport:
     pids_limit_hit: bool = False
     cpu_limit_hit: bool = False
     file_size_limit_hit: bool = False     # best effort: SIGXFSZ or a workdir file at the cap
+    workdir_full: bool = False            # the working folder's tmpfs ran out of bytes or of inodes
     cpu_seconds: float = 0.0              # all processes of the session (cpuacct)
     peak_memory_mb: float = 0.0           # memory.max_usage_in_bytes (incl. tmpfs pages)
     leftover_processes_killed: int = 0    # processes other than bwrap + the kernel alive at exit
     wall_limit_hit: bool = False          # Session(wall_seconds=...) watchdog fired
     kernel_exit_status: int | None = None  # launcher/bwrap exit status if the kernel ended by itself
-    scrubbed_paths: list[str] = field(default_factory=list)  # symlinks/FIFOs/suid bits removed
     workdir_files: int = 0                # entries in the workdir after the run (files, folders)
     workdir_mb: float = 0.0               # bytes of regular files in the workdir after the run
     kernel_log_tail: str = ""             # last bytes of the kernel's stderr (bwrap errors, crashes)
@@ -162,11 +173,21 @@ class SessionReport:
          "file size limit ({file_size_mb} MB) reached"),
         ("wall_limit_hit", "运行时间超过上限，内核被终止", "wall-clock limit exceeded, kernel killed"),
     )
+    # limits that refuse a write but kill nothing
+    _FULL = ("工作目录写满了（上限 {workdir_mb} MB、{workdir_inodes} 个文件和文件夹），之后的写入都失败了",
+             "working folder full ({workdir_mb} MB, {workdir_inodes} files and folders); later writes failed")
+
+    def _limits(self) -> dict:
+        return {k: getattr(self.limits, k)
+                for k in ("memory_mb", "pids", "cpu_seconds", "file_size_mb", "workdir_mb", "workdir_inodes")}
 
     def _cause(self, column: int, sep: str) -> str | None:
-        limits = {k: getattr(self.limits, k) for k in ("memory_mb", "pids", "cpu_seconds", "file_size_mb")}
-        parts = [row[column].format(**limits) for row in self._CAUSES if getattr(self, row[0])]
+        parts = [row[column].format(**self._limits()) for row in self._CAUSES if getattr(self, row[0])]
         return sep.join(parts) if parts else None
+
+    def full_zh(self) -> str | None:
+        """A Chinese note if the working folder was full (nothing was killed for it); None otherwise."""
+        return self._FULL[0].format(**self._limits()) if self.workdir_full else None
 
     def cause_zh(self) -> str | None:
         """A short Chinese note naming why the kernel was killed or limited; None if nothing was hit."""
@@ -221,7 +242,7 @@ def check_available() -> None:
         raise _unavailable("/bin/sh is missing", "缺少 /bin/sh")
     if (CGROUP_ROOT / "cgroup.controllers").is_file():
         raise _unavailable("this machine uses cgroup v2 only; the sandbox needs cgroup v1 (memory, pids, "
-                           "cpuacct)", "本机只有 cgroup v2；沙箱需要 cgroup v1（memory、pids、cpuacct）")
+                           "cpuacct, cpu)", "本机只有 cgroup v2；沙箱需要 cgroup v1（memory、pids、cpuacct、cpu）")
     for ctrl in CONTROLLERS:
         d = CGROUP_ROOT / ctrl
         if not (d / "cgroup.procs").is_file():
@@ -240,6 +261,81 @@ def check_available() -> None:
     if err is not None:
         raise _unavailable(f"bwrap cannot create the sandbox namespaces (user namespaces disabled?): {err}",
                            f"bwrap 无法创建沙箱命名空间（用户命名空间被禁用？）：{err}")
+    err = _probe_mount()
+    if err is not None:
+        raise _unavailable(f"cannot mount the size- and inode-capped tmpfs of a working folder ({err}); run the "
+                           "grader as root (CAP_SYS_ADMIN)",
+                           f"无法挂载限制大小和文件数的工作目录 tmpfs（{err}）；请以 root 身份运行评分程序")
+
+
+# ----------------------------------------------------------------------------------------------
+# The working folder: a tmpfs capped in bytes and inodes, mounted on the host folder for one session
+# ----------------------------------------------------------------------------------------------
+
+_MS_NOSUID, _MS_NODEV = 2, 4
+_MNT_DETACH = 2
+_libc = None
+_mount_ok = False
+
+
+def _c_library():
+    global _libc
+    if _libc is None:
+        import ctypes
+        import ctypes.util
+
+        _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    return _libc
+
+
+def mount_workspace(folder: Path, size_bytes: int, inodes: int, label: str) -> None:
+    """Mount a tmpfs of size_bytes and at most `inodes` files and folders on folder (nosuid, nodev).
+    label names the mount in /proc/self/mountinfo, so a sweep can find it after a crash."""
+    import ctypes
+
+    options = f"size={size_bytes},nr_inodes={inodes},mode=0700".encode()
+    rc = _c_library().mount(label.encode(), str(folder).encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, options)
+    if rc != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err), str(folder))
+
+
+def unmount_workspace(folder: Path) -> None:
+    """Lazily unmount folder's tmpfs: its files are gone at once for every later reader."""
+    _c_library().umount2(str(folder).encode(), _MNT_DETACH)
+
+
+def _probe_mount() -> str | None:
+    """Mount and unmount a tiny capped tmpfs once; None if that works (cached), else why not."""
+    global _mount_ok
+    if _mount_ok:
+        return None
+    probe = Path(tempfile.mkdtemp(prefix="agentrl-mount-probe-"))
+    try:
+        mount_workspace(probe, 1 << 20, 16, "agentrl-probe")
+        unmount_workspace(probe)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    finally:
+        try:
+            probe.rmdir()
+        except OSError:
+            pass
+    _mount_ok = True
+    return None
+
+
+def _workspace_mounts() -> list[tuple[str, str]]:
+    """(label, mount point) of every workspace tmpfs mounted by this module (mountinfo: source field)."""
+    found = []
+    for line in _read(Path("/proc/self/mountinfo")).splitlines():
+        left, _, right = line.partition(" - ")
+        fields, rfields = left.split(), right.split()
+        if len(fields) > 4 and len(rfields) > 1 and rfields[0] == "tmpfs" and rfields[1].startswith("agentrl-s"):
+            point = fields[4].replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n") \
+                .replace("\\134", "\\")
+            found.append((rfields[1][len("agentrl-"):], point))
+    return found
 
 
 # ----------------------------------------------------------------------------------------------
@@ -467,6 +563,11 @@ def sweep_stale_cgroups() -> int:
     me = os.getpid()
     with _lock:
         live = set(_live_sessions)
+    for name, point in _workspace_mounts():   # a crashed grader's working folders
+        m = _SESSION_NAME.match(name)
+        if m and name not in live and (int(m.group(1)) == me or not _pid_alive(int(m.group(1)))):
+            unmount_workspace(Path(point))
+            removed += 1
     for ctrl in CONTROLLERS:
         parent = CGROUP_ROOT / ctrl / PARENT_GROUP
         if not parent.is_dir():
@@ -575,7 +676,7 @@ class Sandbox:
 
     def __init__(self, package_root: Path, limits: SandboxLimits = SandboxLimits(),
                  python: str = sys.executable, *, extra_env: dict[str, str] | None = None,
-                 shutdown_wait_time: float = 1.0, scrub_workdir: bool = True):
+                 shutdown_wait_time: float = 1.0):
         check_available()
         root = Path(os.path.realpath(package_root))
         if not (root / "agentrl_ref").is_dir():
@@ -585,7 +686,6 @@ class Sandbox:
         self.python = python
         self.extra_env = dict(extra_env or {})
         self.shutdown_wait_time = shutdown_wait_time
-        self.scrub_workdir = scrub_workdir
         self._python_cmd, _ = _python_layout(python)
         self._fonts: Path | None | bool = False     # built lazily, once per process and interpreter
 
@@ -626,7 +726,10 @@ class Session:
         self._state = "new"            # new -> open -> closed
         self._dir = _state_root() / self.name
         self._conn_dir = self._dir / "conn"
-        self._cgroups: list[Path] = [CGROUP_ROOT / c / PARENT_GROUP / self.name for c in CONTROLLERS]
+        self._cgroup = {c: CGROUP_ROOT / c / PARENT_GROUP / self.name for c in CONTROLLERS}
+        # one folder per hierarchy: where cpu and cpuacct are comounted, both names lead to one folder
+        self._cgroups: list[Path] = list({os.path.realpath(d.parent): d for d in self._cgroup.values()}.values())
+        self._mounted = False
         self._procs_list: list[subprocess.Popen] = []
         self._kms: list[SandboxKernelManager] = []
         self._km_counter = itertools.count(1)
@@ -650,7 +753,11 @@ class Session:
                 for d in self._cgroups:
                     d.parent.mkdir(exist_ok=True)
                     d.mkdir()
-                mem, pids, _cpu = self._cgroups
+                mem, pids, cpu = self._cgroup["memory"], self._cgroup["pids"], self._cgroup["cpu"]
+                # a CPU quota: however many processes the notebook starts, it gets at most cpu_cores
+                # cores, so a neighbour's cells keep their pace (and equal shares among siblings)
+                period = int(_read(cpu / "cpu.cfs_period_us", "100000") or 100000)
+                (cpu / "cpu.cfs_quota_us").write_text(str(max(1000, int(lim.cpu_cores * period))))
                 (mem / "memory.limit_in_bytes").write_text(str(lim.memory_mb << 20))
                 if (mem / "memory.memsw.limit_in_bytes").exists():   # no escape into swap
                     try:
@@ -658,6 +765,8 @@ class Session:
                     except OSError:
                         pass
                 (pids / "pids.max").write_text(str(lim.pids))
+                mount_workspace(self.workdir, lim.workdir_mb << 20, lim.workdir_inodes, f"agentrl-{self.name}")
+                self._mounted = True
             except BaseException:
                 self._cleanup_dirs()
                 with _lock:
@@ -765,7 +874,7 @@ class Session:
         bw += extra_arguments
         as_kb = str(lim.effective_address_space_mb << 10) if lim.effective_address_space_mb else "unlimited"
         return ["/bin/sh", "-c", LAUNCHER, "agentrl-sandbox",
-                *(str(d / "cgroup.procs") for d in self._cgroups),
+                ":".join(str(d / "cgroup.procs") for d in self._cgroups),
                 as_kb, str(lim.file_size_mb << 11), str(lim.cpu_seconds),
                 str(lim.cpu_seconds + CPU_HARD_GRACE_S), *bw], n_opts
 
@@ -824,7 +933,7 @@ class Session:
 
     def _fill_report(self) -> None:
         r = self.report
-        mem, pids, cpu = self._cgroups
+        mem, pids, cpu = self._cgroup["memory"], self._cgroup["pids"], self._cgroup["cpuacct"]
         oom = _read(mem / "memory.oom_control")
         m = re.search(r"^oom_kill (\d+)", oom, re.M)
         r.oom_killed = bool(m and int(m.group(1)) > 0)
@@ -857,33 +966,24 @@ class Session:
             pass
 
     def _inspect_workdir(self) -> None:
-        """After every process is gone: count what the run left in the workdir, spot a file at the
-        size cap, and (scrub_workdir) remove what the sandbox could plant to hurt a host-side reader:
-        symlinks (a host process would follow them), FIFOs/sockets (a reader blocks), set-uid/gid bits
-        (the files are owned by root on the host)."""
+        """After every process is gone: how much the run left in its working folder, whether the folder
+        was full (bytes or inodes), whether a file reached the size cap. Nothing needs scrubbing: the
+        folder is a tmpfs that is unmounted next, and whatever the sandbox planted there (symbolic links,
+        FIFOs, set-uid files, 10,000 files) is gone with it."""
         r = self.report
+        try:
+            fs = os.statvfs(self.workdir)
+            r.workdir_full = fs.f_bfree * fs.f_frsize < (64 << 10) or fs.f_ffree == 0
+        except OSError:
+            pass
         cap = self.sandbox.limits.file_size_mb << 20
         total = 0
-        for path, st in _walk(self.workdir):
-            mode = st.st_mode
-            if stat.S_ISREG(mode):
+        for _, st in _walk(self.workdir):
+            if stat.S_ISREG(st.st_mode):
                 total += st.st_size
                 if st.st_size >= cap:
                     r.file_size_limit_hit = True
             r.workdir_files += 1
-            if not self.sandbox.scrub_workdir:
-                continue
-            try:
-                if stat.S_ISLNK(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) \
-                        or stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-                    os.unlink(path)
-                    r.scrubbed_paths.append(str(path))
-                    r.workdir_files -= 1
-                elif mode & (stat.S_ISUID | stat.S_ISGID) and (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-                    os.chmod(path, stat.S_IMODE(mode) & ~(stat.S_ISUID | stat.S_ISGID))
-                    r.scrubbed_paths.append(str(path))
-            except OSError:
-                pass
         r.workdir_mb = total / 2**20
 
     def _cleanup_dirs(self) -> None:
@@ -891,6 +991,9 @@ class Session:
             if d.is_dir():
                 _kill_group([d], deadline_s=5.0)
                 _rmdir_retry(d)
+        if self._mounted:
+            unmount_workspace(self.workdir)
+            self._mounted = False
         shutil.rmtree(self._dir, ignore_errors=True)
 
 

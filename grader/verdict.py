@@ -14,6 +14,7 @@ nbgrader's own scoring (an error output means 0) gives exactly the verdict.
 """
 from __future__ import annotations
 
+import builtins
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -73,8 +74,15 @@ def check_reference(expected: dict[str, list[tuple[str, Any]]], assignment: str)
 
 
 # ---------------------------------------------------------------- comparing encoded values
+#
+# What a failing verdict may say. For a visible test (public inputs, the student runs it in JupyterLab too)
+# it quotes the student's value next to the expected one. For a hidden test it names only the property
+# that differs (a type, a length, a shape, a number, an exception), never a value: a student function can
+# make its return value, its exception's message or class name quote the hidden inputs it was called with.
 
 _NUMBER = (bool, int, float)
+BUILTIN_EXCEPTIONS = {name for name, obj in vars(builtins).items()
+                      if isinstance(obj, type) and issubclass(obj, BaseException)}
 
 
 def _number(x: Any) -> float | None:
@@ -85,68 +93,100 @@ def _number(x: Any) -> float | None:
     return None
 
 
-def difference(got: Any, want: Any, where: str = "") -> str | None:
-    """None if got matches want (encoded values, see probes.py), else where and how they first differ."""
+def difference(got: Any, want: Any, where: str = "", show: bool = True) -> str | None:
+    """None if got matches want (encoded values, see probes.py), else where and how they first differ.
+    show=False (hidden tests): the property that differs, without quoting any value."""
     here = where or "结果"
+
+    def mismatch(what: str) -> str:
+        return f"{here}：期望 {_short(want)}，得到 {_short(got)}" if show else f"{here}：{what}"
+
     w, g = _number(want), _number(got)
     if w is not None:
         if g is None:
-            return f"{here}：期望一个数，得到 {_short(got)}"
+            return f"{here}：期望一个数，得到 {_short(got) if show else _kind(got)}"
         if math.isnan(w) or math.isnan(g):
-            return None if math.isnan(w) and math.isnan(g) else f"{here}：期望 {_short(want)}，得到 {_short(got)}"
+            return None if math.isnan(w) and math.isnan(g) else mismatch("数值不对")
         if math.isclose(g, w, rel_tol=REL_TOL, abs_tol=ABS_TOL):
             return None
-        return f"{here}：期望 {_short(want)}，得到 {_short(got)}"
+        return mismatch("数值不对")
     if want is None or isinstance(want, str):
-        return None if type(got) is type(want) and got == want else f"{here}：期望 {_short(want)}，得到 {_short(got)}"
+        if type(got) is type(want) and got == want:
+            return None
+        return mismatch("字符串不对" if isinstance(want, str) and isinstance(got, str) else
+                        f"期望{_kind(want)}，得到{_kind(got)}")
     if isinstance(want, list):
         if not isinstance(got, list):
-            return f"{here}：期望一个列表，得到 {_short(got)}"
+            return f"{here}：期望一个列表，得到 {_short(got) if show else _kind(got)}"
         if len(got) != len(want):
-            return f"{here}：期望 {len(want)} 项，得到 {len(got)} 项"
+            return f"{here}：期望 {len(want)} 项，得到 {len(got)} 项" if show else f"{here}：项数不对"
         for i, (g_item, w_item) in enumerate(zip(got, want)):
-            diff = difference(g_item, w_item, f"{here}[{i}]")
+            diff = difference(g_item, w_item, f"{here}[{i}]", show)
             if diff:
                 return diff
         return None
     if isinstance(want, dict):
         if not isinstance(got, dict):
-            return f"{here}：期望 {_short(want)}，得到 {_short(got)}"
+            return mismatch(f"期望{_kind(want)}，得到{_kind(got)}")
         if "unsupported" in want:
-            return f"{here}：参考结果无法比较（{want['unsupported']}）"
+            return f"{here}：参考结果无法比较"
         if set(got) != set(want):
-            return f"{here}：期望 {_kind(want)}，得到 {_kind(got)}"
+            return f"{here}：期望{_kind(want)}，得到{_kind(got) if show or 'raised' not in got else '抛出异常'}"
         for key in ("dtype", "shape"):  # tensors and arrays: dtype and shape first, then the values
             if key in want and got[key] != want[key]:
-                return f"{here}：{key} 期望 {want[key]}，得到 {got[key]}"
+                return f"{here}：{key} 期望 {want[key]}，得到 {got[key]}" if show else \
+                    f"{here}：{'数据类型' if key == 'dtype' else '形状'}不对"
         for key in sorted(want, key=lambda k: k in ("tensor", "ndarray")):
             if key in ("dtype", "shape"):
                 continue
+            if key == "raised":
+                if got[key] == want[key]:
+                    continue
+                return f"{here}：期望抛出 {_exception(want[key])}，得到 {_exception(got[key]) if show else '别的异常'}"
             sub = f"{here}" if key in ("tensor", "ndarray", "dict", "ok") else f"{here}.{key}"
-            diff = difference(got[key], want[key], sub)
+            diff = difference(got[key], want[key], sub, show)
             if diff:
                 return diff
         return None
-    return f"{here}：无法比较的参考值 {_short(want)}"
+    return f"{here}：无法比较的参考值"
+
+
+def _exception(name: Any) -> str:
+    """An exception class name recorded by a probe, if it is a built-in one (a student's own class
+    name is student-controlled text)."""
+    return str(name) if name in BUILTIN_EXCEPTIONS else "自定义异常"
 
 
 def _kind(x: Any) -> str:
+    """What kind of value x is, in words chosen here (nothing of x's own text)."""
     if isinstance(x, dict):
         if "raised" in x:
-            return f"抛出 {x['raised']}"
+            return "抛出异常"
         if "stuck" in x:
             return "卡住了（等待的条件一直没有满足）"
         if "ok" in x:
             return "正常返回"
         if "unsupported" in x:
-            return f"无法记录的值（{x['unsupported']}）"
-        return "/".join(sorted(x))
-    return type(x).__name__
+            return "无法记录的值"
+        if "tensor" in x:
+            return "张量"
+        if "ndarray" in x:
+            return "数组"
+        if "fraction" in x:
+            return "分数"
+        if "dict" in x:
+            return "字典"
+        if "float" in x:
+            return "数"
+        return "别的值"
+    if x is None:
+        return "None"
+    return {bool: "布尔值", int: "整数", float: "浮点数", str: "字符串", list: "列表"}.get(type(x), "别的值")
 
 
 def _short(x: Any, limit: int = 80) -> str:
     if isinstance(x, dict) and ({"raised", "stuck", "unsupported"} & set(x)):
-        return _kind(x)
+        return f"抛出 {_exception(x['raised'])}" if "raised" in x else _kind(x)
     if isinstance(x, dict) and "tensor" in x:
         x = x["tensor"]
     if isinstance(x, dict) and set(x) == {"dict"}:
@@ -170,19 +210,21 @@ def judge(cell, expected: list[tuple[str, Any]]) -> Verdict:
     want_names = [name for name, _ in expected]
     extra = [name for name, _ in got if name not in want_names]
     if extra or len(got) > len(expected):
-        return Verdict(False, f"出现了参考答案没有的评分记录（{', '.join(extra[:3]) or '重复的记录'}）：疑似伪造", True)
+        return Verdict(False, f"出现了 {max(len(extra), len(got) - len(expected))} 条参考答案没有的评分记录：疑似伪造",
+                       True)
     got_by_name: dict[str, list[Any]] = {}
     for name, value in got:
         got_by_name.setdefault(name, []).append(value)
     for position, (name, want) in enumerate(expected, 1):
         values = got_by_name.get(name, [])
         label = _label(name, position, len(expected))
+        visible = name.startswith(VISIBLE)
         if not values:
-            missing = "没有通过或没有跑完" if name.startswith(VISIBLE) else "没有跑完（之前的代码出错或卡住了）"
+            missing = "没有通过或没有跑完" if visible else "没有跑完（之前的代码出错或卡住了）"
             return Verdict(False, f"{label}{missing}")
-        diff = difference(values[0], want)
+        diff = difference(values[0], want, show=visible)
         if diff:
-            return Verdict(False, f"{label}不通过：{diff}" if name.startswith(VISIBLE) else f"{label}不通过")
+            return Verdict(False, f"{label}不通过：{diff}")
     if [name for name, _ in got] != want_names:
         return Verdict(False, "评分记录的顺序和参考答案不同：疑似伪造", True)
     return Verdict(True)
@@ -207,8 +249,10 @@ def _error_summary(cell) -> str | None:
 
 def rewrite_test_cell(cell, verdict: Verdict) -> None:
     """Keep what the code printed (stdout; stderr relabelled), drop errors, records and rich outputs, then
-    append the verdict: nothing on a pass, one error output on a failure."""
-    kernel_error = _error_summary(cell)
+    append the verdict: nothing on a pass, one error output on a failure. The kernel's own error is named
+    by its class only when that is a built-in exception (its message and a custom class name are
+    student-controlled text, and may carry what the hidden tests passed in)."""
+    kernel_error = next((o.get("ename") for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
     kept = []
     for output in cell.get("outputs", []):
         if output.get("output_type") != "stream":
@@ -219,7 +263,7 @@ def rewrite_test_cell(cell, verdict: Verdict) -> None:
     if verdict.passed:
         mark = nbformat.v4.new_output("stream", name="stdout", text="评分：本单元通过。\n")
     else:
-        reason = verdict.reason + (f"\n内核里的报错：{kernel_error[:120]}" if kernel_error else "")
+        reason = verdict.reason + (f"\n内核里的报错：{kernel_error}" if kernel_error in BUILTIN_EXCEPTIONS else "")
         mark = nbformat.v4.new_output("error", ename="评分未通过", evalue=reason, traceback=[f"评分未通过：{reason}"])
     mark.setdefault("metadata", {})[VERDICT_MARK] = True
     cell["outputs"] = kept + [mark]

@@ -104,6 +104,8 @@ def session_traces_gone(session: sbx.Session) -> None:
     for ctrl in sbx.CONTROLLERS:
         assert not (sbx.CGROUP_ROOT / ctrl / sbx.PARENT_GROUP / session.name).exists()
     assert not session._dir.exists(), "private connection folder left behind"
+    assert session.name not in {name for name, _ in sbx._workspace_mounts()}, "working folder still mounted"
+    assert not any(session.workdir.iterdir()), "files left in the working folder"
 
 
 @pytest.fixture(scope="module")
@@ -145,13 +147,13 @@ def test_normal_cells_torch_matplotlib_nothing_on_stderr(sandbox, workdir):
     )
     with sandbox.session(workdir) as s:
         assert execute(s, nb, timeout=120) is None
+        assert (workdir / "fig.png").stat().st_size > 0       # the host sees the folder while the session runs
     assert stream(nb.cells[0]) == "hello 42\n"
     assert stream(nb.cells[1]) == "3.0\n"
     assert stream(nb.cells[2]) == "plotted\n"
     assert all_stderr(nb) == ""
     assert not any(error_text(c) for c in nb.cells)
-    assert (workdir / "fig.png").stat().st_size > 0
-    assert s.report.cause_zh() is None
+    assert s.report.cause_zh() is None and s.report.full_zh() is None
     session_traces_gone(s)
 
 
@@ -241,7 +243,7 @@ def test_no_capabilities_and_no_nested_user_namespaces(sandbox, workdir):
     assert int(nprocs) <= 3          # bwrap's PID 1, the kernel, the cell's own child at most
 
 
-def test_writes_outside_workdir_fail_and_workdir_persists(sandbox, workdir):
+def test_writes_outside_workdir_fail_and_workdir_is_the_notebooks(sandbox, workdir):
     venv_site = next(p for p in sys.path if p.endswith("site-packages") and p.startswith(sys.prefix))
     targets = [f"{venv_site}/evil.py", f"{sbx.INNER_PACKAGE_ROOT}/agentrl_ref/evil.py", "/usr/evil",
                "/etc/evil", "/evil", f"{os.path.realpath(sys.base_prefix)}/evil"]
@@ -253,11 +255,13 @@ def test_writes_outside_workdir_fail_and_workdir_persists(sandbox, workdir):
     )
     with sandbox.session(workdir) as s:
         assert execute(s, nb) is None
+        assert (workdir / "out.txt").read_text() == "kept"
+        assert (workdir / "rel.txt").read_text() == "also kept"
     out = stream(nb.cells[0])
     assert "WROTE" not in out and out.count("denied") == len(targets), out
     assert not Path(venv_site, "evil.py").exists()
-    assert (workdir / "out.txt").read_text() == "kept"
-    assert (workdir / "rel.txt").read_text() == "also kept"
+    assert s.report.workdir_files == 2
+    session_traces_gone(s)
 
 
 def test_home_and_ipythondir_private_and_fresh_each_session(sandbox, tmp_path):
@@ -343,9 +347,9 @@ def test_file_size_limit(small, workdir):
                   "print('alive')")
     with small.session(workdir) as s:
         assert execute(s, nb) is None
+        assert (workdir / "big.bin").stat().st_size <= 16 << 20
     assert "File too large" in error_text(nb.cells[0])
     assert stream(nb.cells[1]) == "alive\n"
-    assert (workdir / "big.bin").stat().st_size <= 16 << 20
     assert 15 <= s.report.workdir_mb <= 16
     assert s.report.file_size_limit_hit and "文件" in s.report.cause_zh()
 
@@ -504,7 +508,8 @@ def test_connection_files_of_other_sessions_invisible(sandbox, tmp_path):
         session_traces_gone(s)
 
 
-def test_workdir_scrubbed_of_symlinks_fifos_and_setuid(sandbox, workdir):
+def test_workdir_leaves_nothing_on_the_host(sandbox, workdir):
+    """Symbolic links, FIFOs and set-uid files planted in the working folder are gone with its tmpfs."""
     nb = notebook(
         "import os, shutil\n"
         "os.symlink('/etc/passwd', 'link')\nos.mkfifo('fifo')\n"
@@ -513,10 +518,28 @@ def test_workdir_scrubbed_of_symlinks_fifos_and_setuid(sandbox, workdir):
     )
     with sandbox.session(workdir) as s:
         assert execute(s, nb) is None
-    assert sorted(p.name for p in workdir.iterdir()) == ["plain.txt", "suid"]
-    assert not (workdir / "suid").stat().st_mode & 0o6000
-    assert len(s.report.scrubbed_paths) == 3
-    assert s.report.workdir_files == 2
+        assert sorted(p.name for p in workdir.iterdir()) == ["fifo", "link", "plain.txt", "suid"]
+    assert s.report.workdir_files == 4
+    session_traces_gone(s)
+
+
+@pytest.mark.parametrize("what, code", [
+    ("bytes", "import os\ntry:\n    for i in range(100):\n        open(f'f{i}', 'wb').write(b'x' * (1 << 20))\n"
+              "except OSError as e:\n    print('full', e.errno)"),
+    ("inodes", "import os\ntry:\n    for i in range(100_000):\n        open(f'f{i}', 'w').close()\n"
+               "except OSError as e:\n    print('full', e.errno)"),
+])
+def test_workdir_is_capped_in_bytes_and_inodes_and_says_so(package_root, workdir, what, code):
+    sb = sbx.Sandbox(package_root, sbx.SandboxLimits(workdir_mb=8, workdir_inodes=500))
+    nb = notebook(code, "print('alive')")
+    with sb.session(workdir) as s:
+        assert execute(s, nb) is None
+    assert stream(nb.cells[0]).startswith("full 28"), (what, nb.cells[0].outputs)   # ENOSPC
+    assert stream(nb.cells[1]) == "alive\n"
+    assert s.report.workdir_full, s.report
+    assert "8 MB" in s.report.full_zh() and "500" in s.report.full_zh()
+    assert s.report.cause_zh() is None            # nothing was killed for it
+    session_traces_gone(s)
 
 
 def test_sweep_removes_stale_groups_only(sandbox, workdir):

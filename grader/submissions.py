@@ -1,0 +1,221 @@
+"""Which files a folder of hand-ins holds, and which of them may be opened at all.
+
+    found = collect(folder, ["ex1_format_reward", ...])   # one Submission per (student, assignment)
+    data = read_submission(sub)                            # the bytes of its notebook (or SubmissionRejected)
+
+A folder of hand-ins is student-controlled. Only two layouts are understood: nbgrader's
+`<student>/<assignment>/<assignment>.ipynb` and a flat `<student>_<assignment>.ipynb`. A file is graded only
+if it is the student's own regular file: nothing is followed (symbolic links, folders named like
+notebooks, FIFOs, sockets and devices are rejected without being opened), a file with a second hard link
+(it may be somebody else's) is rejected, and the file is opened with O_NOFOLLOW and checked again after
+opening. Two files claiming the same student and assignment are a conflict: both are named, neither is
+graded. A student id that is empty, hidden, too long, has a path separator, a glob character, a control
+or format character, or leading/trailing spaces is rejected with a note; the rest of the class is graded.
+Every notebook-like file in the folder ends up in some row (a file in no known place is reported on the
+student's row, or on a row of its own), so nothing a student handed in disappears without a word.
+"""
+from __future__ import annotations
+
+import os
+import stat
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MAX_NOTEBOOK_BYTES = 50_000_000
+MAX_ID_LENGTH = 128          # nbgrader's gradebook keeps ids in String(128)
+UNKNOWN_ASSIGNMENT = ""     # a row for files that belong to no assignment the course knows
+GLOB_CHARACTERS = set("*?[]")  # nbgrader finds submissions with glob patterns built from the ids
+
+
+@dataclass
+class Submission:
+    student: str                 # a valid id, or a printable rendering of a rejected one
+    assignment: str              # a course assignment, or UNKNOWN_ASSIGNMENT
+    path: Path | None            # the notebook to grade; None: nothing gradable
+    status: str = "ok"           # ok | missing | invalid | conflict | timeout | killed | error
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    identity: tuple[int, int] | None = None   # (st_dev, st_ino) of the file when it was collected
+    passed: dict[str, bool] = field(default_factory=dict)   # grade_id -> the trusted verdict
+
+
+class SubmissionRejected(Exception):
+    """The file may not be graded; the message (Chinese) says why."""
+
+
+def printable(name: str) -> str:
+    """name with every control, format, separator or undecodable character shown as an escape (\\x07,
+    \\u202e, \\udcff): safe in a report, a CSV cell or a log line, and still recognisable."""
+    return "".join(ch.encode("unicode_escape").decode("ascii") if _unsafe(ch) else ch for ch in name)
+
+
+def _unsafe(ch: str) -> bool:
+    category = unicodedata.category(ch)
+    return category[0] == "C" or (category[0] == "Z" and ch != " ")
+
+
+def id_problem(name: str) -> str | None:
+    """Why name cannot be a student id (Chinese), or None if it can."""
+    if not name or not name.strip():
+        return "学生名是空的"
+    if name != name.strip():
+        return "学生名的开头或结尾有空白"
+    if name in (".", "..") or name.startswith("."):
+        return "学生名以点开头"
+    if len(name) > MAX_ID_LENGTH:
+        return f"学生名超过 {MAX_ID_LENGTH} 个字符"
+    if "/" in name or "\\" in name:
+        return "学生名里有路径分隔符"
+    if GLOB_CHARACTERS & set(name):
+        return "学生名里有通配符（* ? [ ]）"
+    if any(_unsafe(ch) for ch in name):
+        return "学生名里有控制字符、格式字符或无法解码的字节"
+    return None
+
+
+def _kind(mode: int, nlink: int) -> str | None:
+    """None for a regular file with one link, else what it is (Chinese)."""
+    if stat.S_ISLNK(mode):
+        return "符号链接"
+    if stat.S_ISDIR(mode):
+        return "文件夹"
+    if stat.S_ISFIFO(mode):
+        return "命名管道"
+    if stat.S_ISSOCK(mode):
+        return "套接字"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "设备文件"
+    if not stat.S_ISREG(mode):
+        return "特殊文件"
+    if nlink != 1:
+        return "有多个硬链接的文件（可能是别人的文件）"
+    return None
+
+
+def _entries(folder: Path) -> list[os.DirEntry]:
+    """The folder's entries, hidden ones (.ipynb_checkpoints, .DS_Store, …) left out, sorted by name."""
+    try:
+        with os.scandir(folder) as it:
+            return sorted((e for e in it if not e.name.startswith(".")), key=lambda e: e.name)
+    except OSError:
+        return []
+
+
+@dataclass
+class _Candidate:
+    path: Path
+    shown: str                      # the path relative to the hand-in folder, printable
+    problem: str | None = None      # why it may not be opened
+    identity: tuple[int, int] | None = None
+
+
+def _candidate(entry: os.DirEntry, root: Path) -> _Candidate:
+    path = Path(entry.path)
+    shown = printable(str(path.relative_to(root)))
+    try:
+        st = entry.stat(follow_symlinks=False)
+    except OSError as exc:
+        return _Candidate(path, shown, f"读不到文件信息（{exc.strerror}）")
+    kind = _kind(st.st_mode, st.st_nlink)
+    if kind:
+        return _Candidate(path, shown, f"{shown} 是{kind}，不是学生自己的普通文件：没有打开")
+    if st.st_size > MAX_NOTEBOOK_BYTES:
+        return _Candidate(path, shown, f"{shown} 太大（{st.st_size} 字节，上限 {MAX_NOTEBOOK_BYTES}）")
+    return _Candidate(path, shown, None, (st.st_dev, st.st_ino))
+
+
+def collect(folder: Path, known: list[str]) -> list[Submission]:
+    """One Submission per (student, assignment) the folder speaks of, missing ones included (see the
+    module docstring). Students that hand in anything get a row for every assignment anyone handed in."""
+    folder = Path(folder)
+    claims: dict[tuple[str, str], list[_Candidate]] = {}
+    strays: dict[tuple[str, str], list[str]] = {}    # notes about files in no known place
+
+    def claim(student: str, assignment: str, candidate: _Candidate | None) -> None:
+        claims.setdefault((student, assignment), []).extend([candidate] if candidate else [])
+
+    def stray(student: str, name: str, note: str) -> None:
+        guess = next((a for a in known if a in name), UNKNOWN_ASSIGNMENT)
+        strays.setdefault((student, guess), []).append(note)
+
+    for entry in _entries(folder):
+        if entry.is_dir(follow_symlinks=False):
+            student = entry.name
+            for sub in _entries(Path(entry.path)):
+                if sub.name not in known:
+                    if sub.name.endswith(".ipynb") or any(a in sub.name for a in known):
+                        stray(student, sub.name, f"不在规定位置，没有评分：{printable(student + '/' + sub.name)}")
+                    continue
+                if not sub.is_dir(follow_symlinks=False):
+                    found = _candidate(sub, folder)
+                    found.problem = f"{found.shown} 应该是作业文件夹：没有打开"
+                    claim(student, sub.name, found)
+                    continue
+                notebook = f"{sub.name}.ipynb"
+                inside = _entries(Path(sub.path))
+                claim(student, sub.name, next((_candidate(e, folder) for e in inside if e.name == notebook), None))
+                for other in inside:
+                    if other.name != notebook and other.name.endswith(".ipynb"):
+                        stray(student, sub.name,
+                              f"不在规定位置，没有评分：{printable('/'.join((student, sub.name, other.name)))}")
+            continue
+        name = next((a for a in known if entry.name.endswith(f"_{a}.ipynb") and len(entry.name) > len(a) + 7), None)
+        if name is not None:
+            claim(entry.name[: -len(name) - 7], name, _candidate(entry, folder))
+        elif entry.name.endswith(".ipynb") or entry.is_symlink():
+            problem = _candidate(entry, folder).problem
+            stray(entry.name, entry.name, problem or f"不在规定位置，没有评分：{printable(entry.name)}")
+
+    students = sorted({s for s, _ in claims} | {s for s, _ in strays})
+    used = sorted({a for _, a in claims}, key=known.index)
+    subs = []
+    for student in students:
+        problem = id_problem(student)
+        keys = [(student, a) for a in used]
+        keys += [key for key in sorted(strays) if key[0] == student and key[1] not in used]
+        for key in keys:
+            subs.append(_decide(key, claims.get(key, []), strays.get(key, []), problem))
+    return subs
+
+
+def _decide(key: tuple[str, str], candidates: list[_Candidate], strays: list[str],
+            id_rejected: str | None) -> Submission:
+    student, assignment = key
+    sub = Submission(printable(student), assignment, None)
+    stray_note = list(strays)
+    if id_rejected:
+        sub.status = "invalid"
+        sub.notes = [f"{id_rejected}：这名学生的文件没有评分（请改名后重评）"] + stray_note
+    elif len(candidates) > 1:
+        sub.status = "conflict"
+        sub.notes = [f"同一名学生的同一份作业有 {len(candidates)} 个文件：{'；'.join(c.shown for c in candidates)}"
+                     "。都没有评分，请确认哪一份算数"] + stray_note
+    elif candidates and candidates[0].problem:
+        sub.status = "invalid"
+        sub.notes = [candidates[0].problem] + stray_note
+    elif candidates:
+        sub.path, sub.identity = candidates[0].path, candidates[0].identity
+        sub.notes = stray_note
+    else:
+        sub.status = "missing" if assignment else "invalid"
+        sub.notes = (["没有交这份作业"] if assignment else []) + stray_note
+    return sub
+
+
+def read_submission(sub: Submission) -> bytes:
+    """The notebook's bytes, opened without following links and checked to be the file collect() saw."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(sub.path, flags)
+    except OSError as exc:
+        raise SubmissionRejected(f"打不开文件（{exc.strerror}）") from None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        kind = _kind(st.st_mode, st.st_nlink)
+        if kind or (st.st_dev, st.st_ino) != sub.identity:
+            raise SubmissionRejected(f"文件在收集之后被换掉了（现在是{kind or '另一个文件'}）：没有评分")
+        data = f.read(MAX_NOTEBOOK_BYTES + 1)
+    if len(data) > MAX_NOTEBOOK_BYTES:
+        raise SubmissionRejected(f"文件太大（超过 {MAX_NOTEBOOK_BYTES} 字节）")
+    return data
