@@ -44,7 +44,7 @@ import execute
 from gradebook import record_assignment, scores_of
 from grading import scratch_course
 from prepare import prepare
-from release import assignments as course_assignments, nbgrader_env
+from release import GRADER, assignments as course_assignments, nbgrader_env
 from report import write_reports
 from sanitize import inert_outputs
 from submissions import Submission, collect
@@ -185,7 +185,9 @@ def grade(submissions: Path, out: Path, cell_timeout: int = 60, notebook_timeout
     out.mkdir(parents=True)
     course = scratch_course(out / "course")
     db_url = db_url or f"sqlite:///{course / 'gradebook.db'}"
-    subs = collect(submissions, course_assignments(course))
+    known = course_assignments(course)
+    subs = collect(submissions, known, forbidden=[p for name in known for p in (
+        GRADER / "source" / name / f"{name}.ipynb", course / "source" / name / f"{name}.ipynb")])
     if not subs:
         raise SystemExit(f"no submissions found in {submissions}")
     names = sorted({s.assignment for s in subs if s.assignment})

@@ -6,11 +6,13 @@
 A folder of hand-ins is student-controlled. Only two layouts are understood: nbgrader's
 `<student>/<assignment>/<assignment>.ipynb` and a flat `<student>_<assignment>.ipynb`. A file is graded only
 if it is the student's own regular file: nothing is followed (symbolic links, folders named like
-notebooks, FIFOs, sockets and devices are rejected without being opened), a file with a second hard link
-(it may be somebody else's) is rejected, and the file is opened with O_NOFOLLOW and checked again after
-opening. Two files claiming the same student and assignment are a conflict: both are named, neither is
-graded. A student id that is empty, hidden, too long, has a path separator, a glob character, a control
-or format character, or leading/trailing spaces is rejected with a note; the rest of the class is graded.
+notebooks, FIFOs, sockets and devices are rejected without being opened), a hard link to an instructor's
+notebook is rejected, one file handed in under two names (hard links) is a conflict, and the file is
+opened with O_NOFOLLOW and checked again after opening. Two files claiming the same student and
+assignment are a conflict: both are named, neither is graded. Hidden entries (.ipynb_checkpoints,
+.DS_Store) are not hand-ins. A student id that is empty, hidden, too long, has a path separator, a glob
+character, a control or format character, or leading/trailing spaces is rejected with a note; the rest
+of the class is graded.
 Every notebook-like file in the folder ends up in some row (a file in no known place is reported on the
 student's row, or on a row of its own), so nothing a student handed in disappears without a word.
 """
@@ -74,8 +76,8 @@ def id_problem(name: str) -> str | None:
     return None
 
 
-def _kind(mode: int, nlink: int) -> str | None:
-    """None for a regular file with one link, else what it is (Chinese)."""
+def _kind(mode: int) -> str | None:
+    """None for a regular file, else what it is (Chinese)."""
     if stat.S_ISLNK(mode):
         return "符号链接"
     if stat.S_ISDIR(mode):
@@ -88,8 +90,6 @@ def _kind(mode: int, nlink: int) -> str | None:
         return "设备文件"
     if not stat.S_ISREG(mode):
         return "特殊文件"
-    if nlink != 1:
-        return "有多个硬链接的文件（可能是别人的文件）"
     return None
 
 
@@ -108,6 +108,7 @@ class _Candidate:
     shown: str                      # the path relative to the hand-in folder, printable
     problem: str | None = None      # why it may not be opened
     identity: tuple[int, int] | None = None
+    status: str = "invalid"         # what a problem makes of the row: invalid, or conflict
 
 
 def _candidate(entry: os.DirEntry, root: Path) -> _Candidate:
@@ -117,7 +118,7 @@ def _candidate(entry: os.DirEntry, root: Path) -> _Candidate:
         st = entry.stat(follow_symlinks=False)
     except OSError as exc:
         return _Candidate(path, shown, f"读不到文件信息（{exc.strerror}）")
-    kind = _kind(st.st_mode, st.st_nlink)
+    kind = _kind(st.st_mode)
     if kind:
         return _Candidate(path, shown, f"{shown} 是{kind}，不是学生自己的普通文件：没有打开")
     if st.st_size > MAX_NOTEBOOK_BYTES:
@@ -125,9 +126,10 @@ def _candidate(entry: os.DirEntry, root: Path) -> _Candidate:
     return _Candidate(path, shown, None, (st.st_dev, st.st_ino))
 
 
-def collect(folder: Path, known: list[str]) -> list[Submission]:
+def collect(folder: Path, known: list[str], forbidden: list[Path] = ()) -> list[Submission]:
     """One Submission per (student, assignment) the folder speaks of, missing ones included (see the
-    module docstring). Students that hand in anything get a row for every assignment anyone handed in."""
+    module docstring). Students that hand in anything get a row for every assignment anyone handed in.
+    forbidden: files no hand-in may be (the instructor's notebooks): a hard link to one is rejected."""
     folder = Path(folder)
     claims: dict[tuple[str, str], list[_Candidate]] = {}
     strays: dict[tuple[str, str], list[str]] = {}    # notes about files in no known place
@@ -140,7 +142,7 @@ def collect(folder: Path, known: list[str]) -> list[Submission]:
         strays.setdefault((student, guess), []).append(note)
 
     for entry in _entries(folder):
-        if entry.is_dir(follow_symlinks=False):
+        if entry.is_dir(follow_symlinks=False) and not entry.name.endswith(".ipynb"):
             student = entry.name
             for sub in _entries(Path(entry.path)):
                 if sub.name not in known:
@@ -167,6 +169,7 @@ def collect(folder: Path, known: list[str]) -> list[Submission]:
             problem = _candidate(entry, folder).problem
             stray(entry.name, entry.name, problem or f"不在规定位置，没有评分：{printable(entry.name)}")
 
+    _same_file(claims, forbidden)
     students = sorted({s for s, _ in claims} | {s for s, _ in strays})
     used = sorted({a for _, a in claims}, key=known.index)
     subs = []
@@ -177,6 +180,31 @@ def collect(folder: Path, known: list[str]) -> list[Submission]:
         for key in keys:
             subs.append(_decide(key, claims.get(key, []), strays.get(key, []), problem))
     return subs
+
+
+def _same_file(claims: dict[tuple[str, str], list[_Candidate]], forbidden) -> None:
+    """Hard links: a file that is also an instructor's notebook is rejected; a file handed in under two
+    names (two students, or two assignments) is a conflict on every one of them."""
+    protected = set()
+    for path in forbidden:
+        try:
+            st = os.stat(path)
+            protected.add((st.st_dev, st.st_ino))
+        except OSError:
+            pass
+    seen: dict[tuple[int, int], list[_Candidate]] = {}
+    for candidates in claims.values():
+        for c in candidates:
+            if c.identity is not None:
+                seen.setdefault(c.identity, []).append(c)
+    for identity, same in seen.items():
+        for c in same:
+            if identity in protected:
+                c.problem = f"{c.shown} 是讲师答案文件的硬链接：没有打开"
+            elif len(same) > 1:
+                places = "；".join(o.shown for o in same)
+                c.problem = f"同一个文件（硬链接）交在了 {len(same)} 个位置：{places}：都没有评分"
+                c.status = "conflict"
 
 
 def _decide(key: tuple[str, str], candidates: list[_Candidate], strays: list[str],
@@ -192,7 +220,7 @@ def _decide(key: tuple[str, str], candidates: list[_Candidate], strays: list[str
         sub.notes = [f"同一名学生的同一份作业有 {len(candidates)} 个文件：{'；'.join(c.shown for c in candidates)}"
                      "。都没有评分，请确认哪一份算数"] + stray_note
     elif candidates and candidates[0].problem:
-        sub.status = "invalid"
+        sub.status = candidates[0].status
         sub.notes = [candidates[0].problem] + stray_note
     elif candidates:
         sub.path, sub.identity = candidates[0].path, candidates[0].identity
@@ -212,7 +240,7 @@ def read_submission(sub: Submission) -> bytes:
         raise SubmissionRejected(f"打不开文件（{exc.strerror}）") from None
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(f.fileno())
-        kind = _kind(st.st_mode, st.st_nlink)
+        kind = _kind(st.st_mode)
         if kind or (st.st_dev, st.st_ino) != sub.identity:
             raise SubmissionRejected(f"文件在收集之后被换掉了（现在是{kind or '另一个文件'}）：没有评分")
         data = f.read(MAX_NOTEBOOK_BYTES + 1)

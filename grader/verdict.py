@@ -261,7 +261,8 @@ def rewrite_test_cell(cell, verdict: Verdict) -> None:
             output = nbformat.from_dict({**output, "name": "stdout", "text": "[stderr] " + output.get("text", "")})
         kept.append(output)
     if verdict.passed:
-        mark = nbformat.v4.new_output("stream", name="stdout", text="评分：本单元通过。\n")
+        # display_data, not a stream: a stream output may not carry metadata (nbformat's schema)
+        mark = nbformat.v4.new_output("display_data", data={"text/plain": "评分：本单元通过。"})
     else:
         reason = verdict.reason + (f"\n内核里的报错：{kernel_error}" if kernel_error in BUILTIN_EXCEPTIONS else "")
         mark = nbformat.v4.new_output("error", ename="评分未通过", evalue=reason, traceback=[f"评分未通过：{reason}"])

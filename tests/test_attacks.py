@@ -14,10 +14,13 @@ every path of the grading run (the strongest attacker). The class is graded once
 """
 from __future__ import annotations
 
+import base64
+import html
 import copy
 import csv
 import hashlib
 import os
+import random
 import socket
 import subprocess
 import time
@@ -29,6 +32,8 @@ import pytest
 
 from course import ROOT, filled, mutated_fills, mutations, reference_fills, student_notebook
 from grade import grade
+from notebook_fuzz import FILE_KINDS, ODD_NAMES, make_file, mutate_json
+from submissions import printable
 
 A = "ex1_format_reward"
 MARK = "agentrl-attack-marker"  # in every process an attacker starts, to find survivors
@@ -264,6 +269,70 @@ _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
 while True:
     pass
 """
+# messages the kernel sends that nbclient cannot handle (each raised out of nbclient before)
+MALFORMED_MESSAGES = """\
+_ip = get_ipython()
+_send = _ip.kernel.session.send
+_parent = _ip.kernel.get_parent("shell")
+for _kind, _content in [("stream", {"text": "x"}), ("error", {"ename": "E"}),
+                        ("display_data", {"data": "notadict", "metadata": {}}),
+                        ("display_data", {"data": {"text/plain": 1}}),
+                        ("execute_result", {"data": {"text/plain": "x"}, "metadata": {}}),
+                        ("stream", {"name": "stdout", "text": ["a", 1]}),
+                        ("display_data", {"data": {"text/plain": "x"}, "metadata": {},
+                                          "transient": {"display_id": ["x"]}}),
+                        ("bogus", {})]:
+    _send(_ip.kernel.iopub_socket, _kind, _content, parent=_parent)
+import time as _t
+_t.sleep(0.5)
+"""
+# everything a notebook can display that a browser would run, load or follow (sanitize.py)
+ACTIVE_OUTPUTS = """\
+from IPython.display import HTML, SVG, Javascript, Markdown, display
+_bad = ('<script>window.__xss.push("html-script")</script><img src=x onerror="window.__xss.push(1)">'
+        '<a href="javascript:window.__xss.push(2)">j</a><iframe src="https://evil.example/frame"></iframe>'
+        '<img src="https://evil.example/pixel.png"><style>@import url(https://evil.example/x.css);</style>')
+display(HTML(_bad))
+display(Javascript("window.__xss.push('javascript-output')"))
+display(SVG('<svg xmlns="http://www.w3.org/2000/svg" onload="window.__xss.push(3)"><script>window.__xss.push(4)'
+            '</script></svg>'))
+display(Markdown("[m](javascript:window.__xss.push(5)) ![p](https://evil.example/md.png) " + _bad))
+display({"image/png": "iVBORw0KGgo=", "text/html": _bad}, raw=True,
+        metadata={"image/png": {"width": "1 onload=window.__xss.push(6)"}, "text/html": {"isolated": True}})
+display({"application/vnd.jupyter.widget-view+json": {"model_id": "x", "version_major": 2, "version_minor": 0}},
+        raw=True)
+"""
+MARKDOWN_PAYLOAD = (
+    "# 我的笔记\n\n<script>window.__xss.push('md-script')</script>\n\n<img src=x onerror=\"window.__xss.push(7)\">\n\n"
+    "[点我](javascript:window.__xss.push(8)) <a href=\"JaVaScRiPt:window.__xss.push(9)\">也点我</a>\n\n"
+    "<svg onload=\"window.__xss.push(10)\"></svg> ![像素](https://evil.example/md-pixel.png)\n\n"
+    "$\\href{javascript:window.__xss.push(11)}{x}$ <iframe src=\"https://evil.example/f\"></iframe>\n\n"
+    "<meta http-equiv=\"refresh\" content=\"0;url=https://evil.example/\"><base href=\"https://evil.example/\">\n\n"
+    "![贴图](attachment:pasted.png) ![矢量](attachment:vector.svg)\n"
+)
+# a student function that makes any value it was called with appear in every text it can reach: its
+# return value, its exception's message and class name, its prints (the marker is built at run time,
+# so it is not in the code the feedback shows)
+LEAK_INPUTS = """\
+import base64 as _b64
+_SNOW = chr(0x2603)
+
+
+def format_reward(completion):
+    text = _SNOW + _b64.b64encode(str(completion).encode()).decode() + _SNOW + str(completion)
+    print(text)
+    raise type("Leak" + _SNOW + str(abs(hash(completion)) % 997), (Exception,), {})(text)
+"""
+FILL_WORKDIR = """\
+import os as _os
+_made = 0
+try:
+    for _i in range(100_000):
+        open(f"f{_i}", "w").close()
+        _made += 1
+except OSError as _exc:
+    print("stopped after", _made, _exc.errno)
+"""
 
 ATTACKS = [
     # forged scores from inside the kernel
@@ -297,8 +366,88 @@ ATTACKS = [
     Attack("forty-mb-image", "reference", BIG_IMAGE, "equal", "输出过大", where="end"),
     Attack("child-holds-output-pipe", "reference", PIPE_HOLDER, "equal", "启动进程或线程"),
     Attack("kernel-ignores-sigint", "reference", IGNORE_SIGINT, "equal", "仍不结束", where="end"),
+    Attack("fill-the-workdir", "reference", FILL_WORKDIR, "equal", "工作目录写满了", where="end"),
+    # the file, not the code (issue: grades that survive any file)
+    Attack("malformed-kernel-messages", "reference", MALFORMED_MESSAGES, "equal", "无法处理的消息"),
+    Attack("active-outputs", "reference", ACTIVE_OUTPUTS, "equal", ""),
+    Attack("active-markdown", "reference", MARKDOWN_PAYLOAD, "equal", "不存在的附件", where="markdown"),
+    Attack("raw-html-cell", "reference", "<script>window.__xss.push('raw')</script>", "equal", "", where="raw"),
+    Attack("leak-hidden-inputs", "untouched", LEAK_INPUTS, "equal", "", where="answer_replace"),
+    Attack("answer-cell-deleted", "reference", "answer", "equal_untouched", "答案单元恢复为空白", where="delete"),
+    Attack("metadata-not-a-dict", "reference", "nbgrader", "equal", "", where="meta"),
 ]
 CONTROLS = {"reference": "reference", "untouched": "untouched", "wrong": "wrong"}
+
+
+@dataclass(frozen=True)
+class FileAttack:
+    """A hand-in whose trick is the file itself: its kind, its place, its name."""
+    row: tuple[str, str]   # (student as grades.csv shows it, assignment) of the row that reports it
+    status: str            # what the row says
+    note: str              # what its notes must say
+    score: str = "zero"    # zero | full (a name that is odd but allowed is graded as usual)
+
+
+FILE_ATTACKS = {
+    "link-to-source": FileAttack(("link-to-source", A), "invalid", "符号链接"),
+    "link-to-classmate": FileAttack(("link-to-classmate", A), "invalid", "符号链接"),
+    "hardlink-to-source": FileAttack(("hardlink-to-source", A), "invalid", "讲师答案"),
+    "hardlink-twin-a": FileAttack(("hardlink-twin-a", A), "conflict", "硬链接"),
+    "hardlink-twin-b": FileAttack(("hardlink-twin-b", A), "conflict", "硬链接"),
+    "fifo-notebook": FileAttack(("fifo-notebook", A), "invalid", "命名管道"),
+    "folder-named-like-notebook": FileAttack(("folder-named-like-notebook", A), "invalid", "文件夹"),
+    "student-folder-link": FileAttack(("student-folder-link", ""), "invalid", "符号链接"),
+    "assignment-folder-link": FileAttack(("assignment-folder-link", A), "invalid", "应该是作业文件夹"),
+    "two-files": FileAttack(("two-files", A), "conflict", "2 个文件"),
+    "bell\x07name": FileAttack(("bell\\x07name", A), "invalid", "控制字符"),
+    "=2+5": FileAttack(("'=2+5", A), "ok", "", score="full"),
+    "@SUM(1+1)": FileAttack(("'@SUM(1+1)", A), "ok", "", score="full"),
+}
+
+
+def _make_file_attacks(root: Path) -> None:
+    reference = nbformat.writes(_base("reference"))
+    source = ROOT / "grader" / "source" / A / f"{A}.ipynb"
+
+    def at(student: str) -> Path:
+        return root / student / A / f"{A}.ipynb"
+
+    make_file(at("link-to-source"), "", "symlink", other=source)
+    make_file(at("link-to-classmate"), "", "symlink", other=at("control-reference"))
+    make_file(at("hardlink-to-source"), "", "hardlink", other=source)
+    make_file(at("hardlink-twin-a"), reference, "file")
+    make_file(at("hardlink-twin-b"), "", "hardlink", other=at("hardlink-twin-a"))
+    make_file(at("fifo-notebook"), "", "fifo")
+    make_file(at("folder-named-like-notebook"), "", "directory")
+    os.symlink(root / "control-reference", root / "student-folder-link")
+    (root / "assignment-folder-link").mkdir()
+    os.symlink(root / "control-reference" / A, root / "assignment-folder-link" / A)
+    make_file(at("two-files"), reference, "file")
+    make_file(root / f"two-files_{A}.ipynb", nbformat.writes(_base("untouched")), "file")
+    for student in ("bell\x07name", "=2+5", "@SUM(1+1)"):
+        make_file(at(student), reference, "file")
+
+
+FUZZ_FILES = 14   # randomly damaged hand-ins in the class, seeded (the same class on every run)
+
+
+def _make_fuzz_files(root: Path) -> list[Path]:
+    """Hand-ins damaged at random (tests/notebook_fuzz.py): structure, file kind, name. Returns their paths."""
+    rng = random.Random(20261201)
+    made = []
+    for i in range(FUZZ_FILES):
+        student = f"fuzz-{i:02d}" + (rng.choice(ODD_NAMES) if i % 3 == 0 else "")
+        text = mutate_json(filled(A, reference_fills(A)), rng, rng.randint(1, 3))
+        kind = FILE_KINDS[i % len(FILE_KINDS)]
+        other = root / "control-untouched" / A / f"{A}.ipynb" if kind == "symlink" else (
+            root / "hardlink-twin-a" / A / f"{A}.ipynb" if kind == "hardlink" else None)
+        path = root / student / A / f"{A}.ipynb" if i % 2 else root / f"{student}_{A}.ipynb"
+        try:
+            make_file(path, text, kind, other=other)
+        except OSError:
+            continue   # a name this file system refuses
+        made.append(path)
+    return made
 
 
 def _base(kind: str) -> nbformat.NotebookNode:
@@ -327,6 +476,24 @@ def _attacked(attack: Attack, paths: dict) -> str:
     if attack.where == "page":
         return (ROOT / "book" / f"{A}.ipynb").read_text(encoding="utf-8")
     nb = _base(attack.base)
+    if attack.where == "delete":
+        nb.cells = [c for c in nb.cells if not _is_answer(c)]
+        return nbformat.writes(nb)
+    if attack.where in ("markdown", "raw"):
+        make = nbformat.v4.new_markdown_cell if attack.where == "markdown" else nbformat.v4.new_raw_cell
+        cell = make(attack.code)
+        if attack.where == "raw":
+            cell.metadata["format"] = "text/html"
+        else:
+            cell.attachments = {"vector.svg": {"image/svg+xml": base64.b64encode(
+                b'<svg xmlns="http://www.w3.org/2000/svg" onload="window.__xss.push(12)"/>').decode()}}
+        nb.cells.insert(_index(nb, _is_answer) + 1, cell)
+        return nbformat.writes(nb)
+    if attack.where == "meta" and attack.code == "nbgrader":   # a cell's nbgrader metadata not a dict
+        for cell in nb.cells:
+            if _is_test(cell) and cell.metadata["nbgrader"]["grade_id"] == "test_multiline":
+                cell.metadata["nbgrader"] = "broken"
+        return nbformat.writes(nb)
     if attack.where == "meta":
         for cell in nb.cells:
             if attack.code in ("demo", "skip-execution") and _is_test(cell):
@@ -405,6 +572,8 @@ def attacked(tmp_path_factory):
         path = root / attack.name / A / f"{A}.ipynb"
         path.parent.mkdir(parents=True)
         path.write_text(_attacked(attack, paths), encoding="utf-8")
+    _make_file_attacks(root)
+    fuzzed = _make_fuzz_files(root)
     guarded = [ROOT / "agentrl_ref", ROOT / "grader", root]
     before = _fingerprint(*guarded)
     home_before = sorted(os.listdir(Path.home()))
@@ -414,7 +583,9 @@ def attacked(tmp_path_factory):
         time.sleep(10)  # the detached process would have rewritten grades.csv by now
     finally:
         server.close()
-    rows = {r["student_id"]: r for r in csv.DictReader(open(out / "grades.csv", encoding="utf-8", newline=""))}
+    table = list(csv.DictReader(open(out / "grades.csv", encoding="utf-8", newline="")))
+    rows = {r["student_id"]: r for r in table if r["assignment"] == A}
+    rows_by_key = {(r["student_id"], r["assignment"]): r for r in table}
     cells: dict = {}
     for r in csv.DictReader(open(out / "cells.csv", encoding="utf-8", newline="")):
         cells.setdefault(r["student_id"], {})[r["grade_id"]] = float(r["score"])
@@ -428,7 +599,7 @@ def attacked(tmp_path_factory):
     for r in csv.DictReader(open(alone / "out" / "cells.csv", encoding="utf-8", newline="")):
         alone_cells.setdefault(r["student_id"], {})[r["grade_id"]] = float(r["score"])
     return dict(out=out, root=root, rows=rows, cells=cells, alone=alone_cells, before=before, guarded=guarded,
-                grades_after=grades_after, home_before=home_before,
+                grades_after=grades_after, home_before=home_before, rows_by_key=rows_by_key, fuzzed=fuzzed,
                 report=(out / "report.md").read_text(encoding="utf-8"))
 
 
@@ -436,7 +607,10 @@ def attacked(tmp_path_factory):
 def test_attacker_scores_what_the_answer_alone_scores(attacked, attack):
     got, base = attacked["cells"][attack.name], attacked["cells"][f"control-{attack.base}"]
     assert set(got) == set(base)
-    if attack.expect == "equal":
+    if attack.expect == "equal_untouched":   # the trick hands in less than the base answer: the blanks
+        base = attacked["cells"]["control-untouched"]
+        assert got == base, {g: (got[g], base[g]) for g in got if got[g] != base[g]}
+    elif attack.expect == "equal":
         assert got == base, {g: (got[g], base[g]) for g in got if got[g] != base[g]}
     else:
         assert all(got[g] <= base[g] for g in got), {g: (got[g], base[g]) for g in got if got[g] > base[g]}
@@ -554,3 +728,163 @@ def test_grading_package_holds_no_answer(assignment, tmp_path):
     assert {"__init__.py", "checks/__init__.py", "checks/probes.py"} <= files
     text = "".join((root / f).read_text(encoding="utf-8") for f in files if f.endswith(".py"))
     assert "def clipped_pg_loss" not in text  # exercise 7's answer lives in agent/loss.py only
+
+
+# ---------------------------------------------------------------- the file, not the code
+
+
+@pytest.mark.parametrize("student", sorted(FILE_ATTACKS), ids=printable)
+def test_a_hand_in_is_only_the_students_own_regular_file(attacked, student):
+    """Links, FIFOs, folders, conflicts and odd names: the row says what was found; nothing is followed, so
+    no one scores with the instructor's answer or a classmate's work; odd but valid names are graded."""
+    attack = FILE_ATTACKS[student]
+    row = attacked["rows_by_key"][attack.row]
+    assert row["status"] == attack.status and attack.note in row["notes"], row
+    if attack.score == "zero":
+        assert float(row["score"]) == 0, row
+        assert not (attacked["out"] / "feedback" / student / A).exists()
+    else:
+        assert float(row["score"]) == float(row["max_score"]) > 0, row
+
+
+def test_every_file_gets_a_row_and_every_report_is_written(attacked):
+    """Every hand-in, fuzzed ones included (random structural damage, file kinds, names), is a row of
+    grades.csv; a crash on one file would have left no report at all."""
+    out = attacked["out"]
+    assert all((out / name).is_file() for name in ("grades.csv", "cells.csv", "report.md"))
+    students = {key[0] for key in attacked["rows_by_key"]}
+    for path in attacked["fuzzed"]:
+        rel = path.relative_to(attacked["root"])
+        name = rel.parts[0] if len(rel.parts) > 1 else rel.name[: -len(f"_{A}.ipynb")]
+        shown = "'" + printable(name) if printable(name).startswith(("=", "+", "-", "@")) else printable(name)
+        assert shown in students, (rel, sorted(students))
+    for key, row in attacked["rows_by_key"].items():
+        if row["status"] in ("ok", "timeout", "killed") and key[1]:
+            assert (out / "feedback" / key[0].lstrip("'") / A / f"{A}.html").is_file() or key[0].startswith("'"), key
+
+
+def test_formula_ids_are_text_in_the_spreadsheet(attacked):
+    text = (attacked["out"] / "grades.csv").read_text(encoding="utf-8")
+    cells = (attacked["out"] / "cells.csv").read_text(encoding="utf-8")
+    for formula in ("=2+5", "@SUM(1+1)"):
+        assert f"'{formula}" in text and f"'{formula}" in cells
+        assert f"\n{formula}," not in text and f"\n{formula}," not in cells
+
+
+def test_a_deleted_answer_cell_does_not_show_the_answer(attacked):
+    page = (attacked["out"] / "feedback" / "answer-cell-deleted" / A / f"{A}.html").read_text(encoding="utf-8")
+    reference = [line.strip() for fill in reference_fills(A) for line in fill.split("\n") if len(line.strip()) > 8]
+    release = "\n".join(c.source for c in student_notebook(A).cells)
+    assert reference and not [line for line in reference if line not in release and html.escape(line) in page]
+
+
+def test_hidden_inputs_never_reach_the_feedback(attacked):
+    """The leaking function's marker (built at run time) is in what the kernel printed and raised, which the
+    instructor's copy keeps; the student's feedback has none of it, and no hidden test code."""
+    page = (attacked["out"] / "feedback" / "leak-hidden-inputs" / A / f"{A}.html").read_text(encoding="utf-8")
+    kept = (attacked["out"] / "course" / "autograded" / "leak-hidden-inputs" / A / f"{A}.ipynb").read_text("utf-8")
+    snow = chr(0x2603)
+    assert snow in kept or "\\u2603" in kept
+    assert snow not in page and "&#9731;" not in page and "Leak" + snow not in page
+    assert "BEGIN HIDDEN TESTS" not in page and "评分未通过" in page
+
+
+def _page_checks(browser, url: str) -> dict:
+    """Open url in Chromium; what ran, what was asked for, what could still run."""
+    page = browser.new_page()
+    dialogs, requests = [], []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.on("request", lambda r: requests.append(r.url))
+    page.add_init_script("window.__xss = [];")
+    page.goto(url, wait_until="load")
+    page.wait_for_timeout(300)
+    found = page.evaluate("""() => {
+        const bad = [];
+        for (const el of document.querySelectorAll('.agentrl-student-text *, .output_subarea *')) {
+            for (const a of el.attributes) {
+                const v = (a.value || '').trim().toLowerCase();
+                if (a.name.startsWith('on') || v.startsWith('javascript:') || v.includes('evil.example'))
+                    bad.push(el.tagName + '[' + a.name + ']');
+            }
+            if (['SCRIPT', 'IFRAME', 'OBJECT', 'EMBED', 'BASE', 'META', 'FORM'].includes(el.tagName))
+                bad.push(el.tagName);
+        }
+        return {xss: window.__xss, bad: bad, base: document.baseURI};
+    }""")
+    page.close()
+    found.update(dialogs=dialogs, requests=[u for u in requests if "evil.example" in u or u.startswith("javascript")])
+    return found
+
+
+@pytest.mark.parametrize("student", ["active-markdown", "active-outputs", "raw-html-cell"])
+def test_nothing_active_runs_in_the_feedback_or_in_formgrader(attacked, browser, student, tmp_path):
+    """In real Chromium: the student's feedback page, and the autograded notebook rendered as formgrader
+    renders it (nbconvert's classic template, no sanitizer): no script of the student runs, no dialog opens,
+    nothing is requested from the attacker's host, no handler or javascript: link is left."""
+    from nbconvert import HTMLExporter
+
+    feedback = attacked["out"] / "feedback" / student / A / f"{A}.html"
+    autograded = attacked["out"] / "course" / "autograded" / student / A / f"{A}.ipynb"
+    body, _ = HTMLExporter(template_name="classic").from_notebook_node(nbformat.read(autograded, as_version=4))
+    formgrader = tmp_path / "formgrader.html"
+    formgrader.write_text(body, encoding="utf-8")
+    for page in (feedback, formgrader):
+        found = _page_checks(browser, page.as_uri())
+        assert found["xss"] == [] and found["dialogs"] == [] and found["requests"] == [], (page.name, found)
+        assert found["bad"] == [] and found["base"] == page.as_uri(), (page.name, found)
+
+
+HOG = """\
+import os as _os
+import time as _time
+for _ in range(50):
+    if _os.fork() == 0:
+        while True:
+            pass
+_end = _time.time() + 15
+while _time.time() < _end:
+    pass
+"""
+
+
+def _cell_times(path: Path) -> list[tuple[float, float]]:
+    """(start, end) of every executed code cell, from nbclient's timing metadata."""
+    return [(datetime_of(c.metadata["execution"]["iopub.execute_input"]),
+             datetime_of(c.metadata["execution"]["shell.execute_reply"]))
+            for c in nbformat.read(path, as_version=4).cells
+            if c.cell_type == "code" and "shell.execute_reply" in c.metadata.get("execution", {})]
+
+
+def test_a_cpu_hog_does_not_slow_its_neighbour(tmp_path):
+    """Fifty busy processes in one sandbox (within its process limit) next to honest notebooks that import
+    torch, two at a time on two cores: each sandbox has a quota of one core, so the honest cells that run
+    while the hog does take at most twice what they take alone (without the quota: about twenty times)."""
+    honest, students = "ex6_token_credit", ["honest-1", "honest-2"]
+    alone, hogged = tmp_path / "alone", tmp_path / "hogged"
+    text = filled(honest, reference_fills(honest))
+    make_file(alone / "honest" / honest / f"{honest}.ipynb", text, "file")
+    grade(alone, tmp_path / "out-alone", cell_timeout=60, notebook_timeout=120, jobs=1)
+    nb = _base("reference")
+    nb.cells.insert(1, nbformat.v4.new_code_cell(HOG))
+    make_file(hogged / "a-hog" / A / f"{A}.ipynb", nbformat.writes(nb), "file")
+    for student in students:   # the first starts with the hog; the others while it runs
+        make_file(hogged / student / honest / f"{honest}.ipynb", text, "file")
+    subs = grade(hogged, tmp_path / "out-hogged", cell_timeout=60, notebook_timeout=120, jobs=2)
+    assert all(s.status == "ok" for s in subs if s.path), [(s.student, s.notes) for s in subs]
+    course = tmp_path / "out-hogged" / "course" / "autograded"
+    alone_times = _cell_times(tmp_path / "out-alone" / "course" / "autograded" / "honest" / honest / f"{honest}.ipynb")
+    hog = _cell_times(course / "a-hog" / A / f"{A}.ipynb")[1]
+    took = took_alone = 0.0
+    for student in students:
+        for i, (start, end) in enumerate(_cell_times(course / student / honest / f"{honest}.ipynb")):
+            if hog[0] < start and end < hog[1]:
+                took += end - start
+                took_alone += alone_times[i][1] - alone_times[i][0]
+    assert took_alone >= sum(end - start for start, end in alone_times), "too little honest work ran next to the hog"
+    assert took <= 2 * took_alone, (took, took_alone)
+
+
+def datetime_of(stamp: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
