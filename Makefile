@@ -10,19 +10,37 @@ PORT ?= 8000
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 AS_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)  # Jupyter refuses root without it (containers, CI)
 
-.PHONY: venv vendor book linkcheck test serve lab lab-instructor release bench bench-grading grade clean
+.PHONY: venv deps vendor book linkcheck test serve lab lab-instructor release bench bench-grading grade grade-report clean
 
 venv: $(STAMP)
 
-# The venv is rebuilt when requirements.txt or pyproject.toml changes. The course package is
-# installed from this checkout in editable mode (pyproject.toml), so `import agentrl_ref` works in
-# the book, JupyterLab and nbgrader, and edits to agentrl_ref/ take effect at once.
-$(STAMP): requirements.txt pyproject.toml
+# The venv is rebuilt when requirements.txt or a pyproject.toml changes. The course package
+# (pyproject.toml) and the grading tools (grader/pyproject.toml, import name `grader`) are installed from
+# this checkout in editable mode, so `import agentrl_ref` works in the book, JupyterLab and nbgrader,
+# `python -m grader` and the course's nbgrader_config.py work from any folder, and edits take effect at once.
+$(STAMP): requirements.txt pyproject.toml grader/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	rm -f "$$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/agentrl_course.pth"
-	$(PY) -m pip install --quiet --disable-pip-version-check --no-build-isolation --no-deps -e .
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-build-isolation --no-deps -e . -e grader
 	touch $@
+
+# What `make test` needs from the system, besides Python: Debian packages (Chromium and its driver for the
+# browser tests, CJK fonts for screenshots, PostgreSQL for the gradebook tests, bubblewrap for the grading
+# sandbox, Slurm and munge for the cluster test) and npm (the site's offline assets). Installed with
+# apt-get as root or through sudo when missing; otherwise the exact command to run is printed.
+DEBIAN_PACKAGES := chromium chromium-driver fonts-noto-cjk postgresql bubblewrap slurmctld slurmd slurm-client munge
+deps:
+	@missing=$$(for p in $(DEBIAN_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done; \
+	           command -v npm >/dev/null || echo npm); missing=$$(echo $$missing); \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if ! command -v apt-get >/dev/null; then \
+	  echo "make test needs these Debian packages (or their equivalents): $$missing" >&2; exit 1; fi; \
+	if [ "$$(id -u)" = 0 ]; then sudo=; elif sudo -n true 2>/dev/null; then sudo=sudo; else \
+	  echo "make test needs: sudo apt-get update && sudo apt-get install -y --no-install-recommends $$missing" >&2; \
+	  exit 1; fi; \
+	echo "installing what the tests need: $$missing"; \
+	$$sudo apt-get update -q && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q --no-install-recommends $$missing
 
 # MathJax, require.js and the ipywidgets embed manager, pinned, fetched once with npm into _vendor/
 # (git-ignored) and served by the site itself. The book build also runs this (book/_ext).
@@ -39,8 +57,8 @@ linkcheck: vendor
 	$(VENV)/bin/jupyter-book build --builder linkcheck .
 
 # pytest exits 5 when it collected no tests: that is a failure here, never a pass.
-test: venv
-	@$(PY) -m pytest tests -ra; rc=$$?; \
+test: deps venv
+	@$(PY) -m pytest tests -ra --durations=25; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; \
 	exit $$rc
 
@@ -60,21 +78,31 @@ lab-instructor: venv
 
 # Instructor notebooks (grader/source) -> student notebooks (notebooks/) and book pages (book/).
 release: venv
-	$(PY) grader/release.py
+	$(PY) -m grader release
 
 bench: venv
 	$(PY) bench/run.py
 	$(PY) bench/capstone.py
 
-# A simulated class of 30 students x every assignment, graded serially (SQLite) and in parallel (PostgreSQL).
-bench-grading: venv
-	$(PY) bench/grading.py
+# A simulated class of 30 students x every assignment graded side by side: this commit and BASE (a git
+# worktree), sandboxed and not, on one machine and as Slurm shards (bench/grading.py).
+BASE ?=
+bench-grading: deps venv
+	PYTHONPATH=tests $(PY) bench/grading.py $(if $(BASE),--base $(BASE))
 
-# Instructors: autograde a folder of returned notebooks (see README). OUT, DB_URL, JOBS optional.
+# Instructors: autograde a folder of returned notebooks (see README). OUT, DB_URL, JOBS, SHARD optional.
+# DB_URL reaches the grader in the environment (AGENTRL_DB_URL), never on a command line: it holds a password.
 OUT ?= grading-output
+ifneq ($(DB_URL),)
+grade grade-report: export AGENTRL_DB_URL := $(DB_URL)
+endif
 grade: venv
-	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=<folder> [OUT=grading-output] [DB_URL=postgresql://…] [JOBS=2]" >&2; exit 2; }
-	$(PY) grader/grade.py "$(SUBMISSIONS)" --out "$(OUT)" $(if $(DB_URL),--db-url "$(DB_URL)") $(if $(JOBS),--jobs $(JOBS))
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=<folder> [OUT=grading-output] [DB_URL=postgresql://…] [JOBS=2] [SHARD=K/N]" >&2; exit 2; }
+	$(PY) -m grader grade "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(SHARD),--shard $(SHARD))
+
+# After every shard (SHARD=0/N … N-1/N): the class's grades.csv, cells.csv, report.md and feedback in OUT.
+grade-report: venv
+	$(PY) -m grader report --out "$(OUT)"
 
 clean:
 	rm -rf _build .pytest_cache .hypothesis

@@ -24,7 +24,7 @@ sys.path[:0] = [str(ROOT / "grader"), str(ROOT / "tests")]
 
 from class_builder import write_class  # noqa: E402
 from course import ASSIGNMENTS  # noqa: E402
-from grade import grade  # noqa: E402
+from grader.pipeline import grade  # noqa: E402
 
 TARGET_TOTAL_S = 300
 TARGET_OVERHEAD_S = 0.2
@@ -52,7 +52,7 @@ def main() -> None:
         runs = [_run("sandboxed (default)", tmp / "class", tmp / "sandboxed", jobs=args.jobs),
                 _run("--unsafe-no-sandbox", tmp / "class", tmp / "unsandboxed", jobs=args.jobs, sandbox=False)]
         if args.postgres:
-            from postgres import local_postgres
+            from grader.postgres import local_postgres
 
             with local_postgres() as db_url:
                 runs.append(_run("sandboxed, PostgreSQL gradebook", tmp / "class", tmp / "postgres", jobs=args.jobs,

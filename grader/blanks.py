@@ -10,13 +10,12 @@ instructor notebook a solution line carries a marker comment:
     return mask[1:]                     # BLANK        -> return _____
 
 `# BLANK` alone blanks what follows the first ` = ` (or `return `, `assert `);
-`# BLANK: text` blanks exactly `text`, which must occur in the line.
+`# BLANK: text` blanks exactly `text`, which must occur in the line. The release step that applies it is
+preprocessors.FillInTheBlanks.
 """
 from __future__ import annotations
 
 import re
-
-from nbgrader.preprocessors import ClearSolutions
 
 BLANK = "_____"
 MARK = re.compile(r"\s*#\s*BLANK(?::\s*(?P<text>.*?))?\s*$")
@@ -62,15 +61,3 @@ def blank_source(source: str) -> str:
 
 def has_blanks(source: str) -> bool:
     return any(MARK.search(line) for line in source.split("\n"))
-
-
-class FillInTheBlanks(ClearSolutions):
-    """ClearSolutions that turns `# BLANK` lines into `_____` and keeps the rest of the cell."""
-
-    def preprocess_cell(self, cell, resources, cell_index):
-        if cell.cell_type == "code" and has_blanks(cell.source):
-            if self.begin_solution_delimeter in cell.source:
-                raise RuntimeError("a cell uses either # BLANK lines or a solution region, not both")
-            cell.source = blank_source(cell.source)
-            return cell, resources
-        return super().preprocess_cell(cell, resources, cell_index)

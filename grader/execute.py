@@ -1,21 +1,23 @@
-"""Execute one notebook for grading: in a sandbox, with limits, the verdict decided outside the kernel.
+"""Step 2, execute: one notebook runs in a sandbox, with limits, its outputs capped while they arrive.
 
     package = grading_package(assignment, dest)       # agentrl_ref without the answers (GIVEN_MODULES)
-    runner = Runner(package, cell_timeout=60, notebook_timeout=600)   # sandbox=False: --unsafe-no-sandbox
-    result = runner.run(nb, workdir)                   # executed notebook + what happened (status, notes)
+    runner = runner_for(assignment, grading_dir)       # one per assignment and settings, per process
+    result = runner.run(nb, workdir)                   # nb executed in place; what happened (status, notes)
 
 Trusted code: it runs in the grader's process. The kernel runs the student's code in a bubblewrap
-sandbox (grader/sandbox.py) that sees only the notebook's empty working folder and a copy of the course
+sandbox (grader/sandbox) that sees only the notebook's empty working folder and a copy of the course
 package holding no reference answer for this assignment. While it runs, outputs are capped as they
-arrive (one print of 10 GB must not reach the grader's memory); after it, test cells get their verdict
-from grader/verdict.py (expected records never enter the sandbox) and every output is capped again.
+arrive (one print of 10 GB must not reach the grader's memory), messages nbclient cannot handle are
+dropped, and outputs that never arrive are an error, not a silent loss. Judging is the next step
+(verdict.py); nothing here decides a score.
 """
 from __future__ import annotations
 
-import hashlib
+import asyncio
 import json
 import os
 import shutil
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -28,11 +30,8 @@ from nbclient.exceptions import CellExecutionComplete, CellTimeoutError, DeadKer
 from nbgrader.preprocessors import Execute
 from traitlets import Integer
 
+import agentrl_ref
 from agentrl_ref.checks.probes import GRADING_ENV
-
-import verdict as verdicts
-
-import agentrl_ref  # noqa: E402  (the installed course package: the grading copies are made from it)
 
 PACKAGE = Path(agentrl_ref.__file__).resolve().parent
 # The grading kernel's environment: probes write records; one thread per math library, since two kernels
@@ -79,17 +78,6 @@ def grading_package(assignment: str, dest: Path, package: Path = PACKAGE) -> Pat
     return dest
 
 
-def for_grading(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """What any notebook looks like before a grading run: no outputs, demo cells emptied (safety.SkipDemoCells)."""
-    from safety import SkipDemoCells
-
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
-    SkipDemoCells().preprocess(nb, {})
-    return nb
-
-
 def well_formed(nb: nbformat.NotebookNode) -> int:
     """Drop every output nbformat would refuse (a kernel can send anything) and execution counts that are
     not numbers, so that the executed notebook can always be written; return how many were dropped."""
@@ -113,13 +101,6 @@ def well_formed(nb: nbformat.NotebookNode) -> int:
     return dropped
 
 
-def _digest(*parts: bytes) -> str:
-    h = hashlib.sha256()
-    for part in parts:
-        h.update(hashlib.sha256(part).digest())
-    return h.hexdigest()[:16]
-
-
 _RUNNERS: dict[tuple, "Runner"] = {}
 _RUNNERS_LOCK = threading.Lock()
 
@@ -134,30 +115,6 @@ def runner_for(assignment: str, grading: Path, *, cell_timeout: int = 60, notebo
             _RUNNERS[key] = Runner(package, cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
                                    sandbox=sandbox, limits=limits)
         return _RUNNERS[key]
-
-
-def expected_for(assignment: str, source: Path, runner: "Runner", grading: Path) -> dict:
-    """grade_id -> records of the assignment's instructor notebook run like a submission (cached on disk,
-    keyed by the notebook and the package copy it ran with). ValueError if the reference itself fails."""
-    path = source / assignment / f"{assignment}.ipynb"
-    files = sorted(p for p in runner.package_root.rglob("*") if p.is_file())
-    key = _digest(path.read_bytes(), *(str(p.relative_to(runner.package_root)).encode() + p.read_bytes()
-                                       for p in files))
-    cache = grading / "expected" / f"{assignment}-{key}.json"
-    if cache.is_file():
-        return {gid: [tuple(r) for r in recs] for gid, recs in json.loads(cache.read_text("utf-8")).items()}
-    nb = for_grading(nbformat.read(path, as_version=4))
-    result = runner.run(nb, grading / "work" / f"reference-{assignment}-{key}")
-    expected = verdicts.expected_records(result.nb)
-    errors = [f"{verdicts.grade_id(c)}: {verdicts._error_summary(c)}" for c in result.nb.cells
-              if verdicts.is_test_cell(c) and verdicts._error_summary(c)]
-    if result.status != "ok" or errors:
-        raise ValueError(f"{assignment}: the instructor notebook fails in the grading sandbox "
-                         f"({result.status}; {'; '.join(errors + result.notes)[:500]})")
-    verdicts.check_reference(expected, assignment)
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    cache.write_text(json.dumps(expected, ensure_ascii=False), "utf-8")
-    return expected
 
 
 IOPUB_SECONDS = 30  # after a cell's reply, how long its remaining outputs may take to arrive
@@ -222,7 +179,6 @@ class RunResult:
     status: str = "ok"                  # ok | timeout | killed
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
-    verdicts: dict[str, verdicts.Verdict] = field(default_factory=dict)
 
 
 class Runner:
@@ -235,7 +191,7 @@ class Runner:
         self.notebook_timeout = notebook_timeout
         self.sandbox = None
         if sandbox:
-            from sandbox import Sandbox, SandboxLimits
+            from grader.sandbox import Sandbox, SandboxLimits
 
             self.sandbox = Sandbox(self.package_root, limits or SandboxLimits(), extra_env=GRADING_KERNEL_ENV)
 
@@ -243,9 +199,9 @@ class Runner:
         return GuardedExecute(timeout=self.cell_timeout, interrupt_on_timeout=True, kernel_name="python3",
                               shutdown_kernel="immediate")
 
-    def run(self, nb: nbformat.NotebookNode, workdir: Path, expected=None) -> RunResult:
-        """Execute nb (in place) with workdir as the kernel's folder; judge its test cells if expected is given.
-        Whatever the kernel does, this returns (an unexpected failure is status "error" with a note)."""
+    def run(self, nb: nbformat.NotebookNode, workdir: Path) -> RunResult:
+        """Execute nb (in place) with workdir as the kernel's folder. Whatever the kernel does, this returns
+        (an unexpected failure is status "error" with a note)."""
         started = time.perf_counter()
         result = RunResult(nb)
         workdir.mkdir(parents=True, exist_ok=True)
@@ -285,10 +241,6 @@ class Runner:
             for index in executor.truncated:
                 nb.cells[index].setdefault("outputs", []).append(nbformat.v4.new_output(
                     "stream", name="stdout", text="\n… [输出过大，之后的输出没有保留]\n"))
-        if expected is not None:
-            judge = verdicts.TrustedVerdict(expected=expected)
-            judge.preprocess(nb, {})
-            result.verdicts = judge.verdicts
         result.seconds = time.perf_counter() - started
         return result
 
@@ -313,10 +265,6 @@ class Runner:
     def _execute_unsafe(self, executor, nb, resources, result: RunResult) -> None:
         """--unsafe-no-sandbox: a plain kernel with the package copy first on its path; a watchdog
         stops a notebook that runs too long. Nothing else is isolated."""
-        import threading
-
-        import tempfile
-
         # IPC sockets in a private folder: kernels started at the same time over TCP can race for a port
         conn = Path(tempfile.mkdtemp(prefix="agentrl-kernel-"))
         km = _PlainKernelManager(kernel_name="python3", transport="ipc")
@@ -343,8 +291,6 @@ def _close_thread_loop() -> None:
     """Close the event loop nbclient made for this thread (jupyter_core keeps one per thread and never
     closes it; a worker thread that ends leaves it to the garbage collector, which then warns about its
     unclosed sockets in whatever code happens to run). The next notebook in this thread gets a new one."""
-    import asyncio
-
     from jupyter_core.utils import _loop
 
     loop = _loop.get()

@@ -1,51 +1,66 @@
-"""The gradebook: each judged notebook's verdicts are written into nbgrader's database, and read back.
+"""Step 5, record: the trusted verdicts become scores in nbgrader's gradebook, and are read back.
 
-    record_assignment(db_url, course_id, course, assignment, subs)   # one transaction per notebook
+    save_verdicts(db_url, course_id, assignment, student, passed)   # grade_id -> passed
     scores, maxima = scores_of(db_url, course_id, subs)
+    forget(db_url, course_id, pairs)                                  # before a shard grades again
 
-The verdicts reach the gradebook by one channel: the Submission's `passed` (grade_id -> verdict of the
-trusted judge, verdict.py) becomes each test cell's auto_score (full points or 0). The executed notebook is
-already in the course's autograded/ folder, where formgrader and the feedback read it. A notebook whose
-recording fails is rolled back and gets status `error`; the others are recorded.
+One channel: a test cell's auto_score is its full points if the judge (verdict.py) passed it, else 0; no
+output of the notebook is read back. Each notebook is one transaction, so a notebook whose recording fails
+changes nothing, and two graders (shards) writing at once never mix their rows (PostgreSQL). SQLite has
+one writer: writes from the threads of one process take turns.
 """
 from __future__ import annotations
 
-from pathlib import Path
+import contextlib
+import threading
 
 from nbgrader.api import Gradebook, MissingEntry
 
-from submissions import Submission
-
 RECORDED_STATUSES = ("ok", "timeout", "killed", "error")   # the others never reach a kernel
+_SQLITE_WRITER = threading.Lock()
 
 
-def record_assignment(db_url: str, course_id: str, course: Path, assignment: str, subs: list[Submission]) -> None:
-    """Save the verdicts of the assignment's judged notebooks (those in course/autograded)."""
-    with Gradebook(db_url, course_id) as gb:
-        for sub in subs:
-            if not (course / "autograded" / sub.student / assignment / f"{assignment}.ipynb").is_file():
-                continue
+def _writer(db_url: str):
+    return _SQLITE_WRITER if db_url.startswith("sqlite") else contextlib.nullcontext()
+
+
+def save_verdicts(db_url: str, course_id: str, assignment: str, student: str, passed: dict[str, bool]) -> None:
+    """The submission (created if needed) gets a score per test cell from the verdicts; one transaction."""
+    with _writer(db_url), Gradebook(db_url, course_id) as gb:
+        try:
+            gb.update_or_create_student(student)
+            gb.update_or_create_submission(assignment, student)
+            notebook = gb.find_submission_notebook(assignment, assignment, student)
+            for grade in notebook.grades:
+                grade.auto_score = grade.max_score if passed.get(grade.name) else 0.0
+                # as nbgrader's SaveAutoGrades: a grader's earlier manual score is kept, and flagged
+                grade.needs_manual_grade = grade.manual_score is not None
+            gb.db.commit()
+        except BaseException:
+            gb.db.rollback()
+            raise
+
+
+def forget(db_url: str, course_id: str, pairs: list[tuple[str, str]]) -> None:
+    """Remove the submissions (assignment, student) from the gradebook: a shard graded again replaces its
+    rows, it never adds to them."""
+    with _writer(db_url), Gradebook(db_url, course_id) as gb:
+        for assignment, student in pairs:
             try:
-                gb.update_or_create_student(sub.student)
-                gb.update_or_create_submission(assignment, sub.student)
-                notebook = gb.find_submission_notebook(assignment, assignment, sub.student)
-                for grade in notebook.grades:
-                    grade.auto_score = grade.max_score if sub.passed.get(grade.name) else 0.0
-                    # as nbgrader's SaveAutoGrades: a grader's earlier manual score is kept, and flagged
-                    grade.needs_manual_grade = grade.manual_score is not None
-                gb.db.commit()
-            except Exception as exc:  # noqa: BLE001 - this notebook is not recorded; the others are
-                gb.db.rollback()
-                sub.status = "error"
-                sub.notes.append(f"写入成绩册时出错（{type(exc).__name__}）：没有记分")
+                gb.remove_submission(assignment, student)
+            except MissingEntry:
+                pass
 
 
-def scores_of(db_url: str, course_id: str, subs: list[Submission]):
+def scores_of(db_url: str, course_id: str, subs):
     """(student, assignment) -> (score, max, {grade_id: (score, max)}), and assignment -> max score."""
     scores, maxima = {}, {}
     with Gradebook(db_url, course_id) as gb:
         for name in sorted({s.assignment for s in subs if s.assignment}):
-            maxima[name] = gb.find_assignment(name).max_score
+            try:
+                maxima[name] = gb.find_assignment(name).max_score
+            except MissingEntry:
+                pass
         for sub in subs:
             if sub.status not in RECORDED_STATUSES or not sub.assignment:
                 continue

@@ -1,9 +1,8 @@
 """Step 1, prepare: a hand-in becomes a notebook the grader may run, rebuilt on the release.
 
-    prepare(sub, course, release, source)   # reads sub.path, writes course/submitted/<student>/<a>/<a>.ipynb
-
-Never raises: a file that cannot be read is `invalid`, anything else that goes wrong is `error`, each with
-a Chinese note, and the rest of the class goes on.
+    nb = read_notebook(data)                        # ValueError (Chinese) if it is not a notebook
+    fixed, notes = repair(nb, release, source)      # rebuilt on the release; what had to change
+    for_grading(fixed)                              # outputs cleared, demo cells emptied
 
 The rebuilt notebook is the release's notebook with the student's cells put into it:
 - every cell the release has gets the release's metadata back (type, tags, nbgrader fields);
@@ -25,9 +24,8 @@ import warnings
 
 import nbformat
 
-from cells import grade_id, is_answer, is_locked, is_test, nbgrader_metadata, tags
-from sanitize import inert_cell
-from submissions import Submission, SubmissionRejected, read_submission
+from grader.cells import grade_id, is_answer, is_demo, is_locked, is_test, nbgrader_metadata, tags
+from grader.sanitize import inert_cell
 
 # Student code that reaches for the grading machinery, the file system, processes or the network. It is
 # flagged for the instructor; it decides nothing (the sandbox and the trusted verdict do).
@@ -187,23 +185,15 @@ def suspicious(nb: nbformat.NotebookNode) -> list[str]:
     return [f"可疑代码，请人工检查：{'、'.join(found)}"] if found else []
 
 
-def prepare(sub: Submission, course, release: nbformat.NotebookNode, source: nbformat.NotebookNode) -> None:
-    """Read, validate and rebuild one submission into course/submitted (the original stays untouched)."""
-    from execute import for_grading
+DEMO_PLACEHOLDER = "# (demo cell: not run while grading)"
 
-    if sub.path is None or sub.status != "ok":
-        return
-    try:
-        nb = read_notebook(read_submission(sub))
-    except (SubmissionRejected, ValueError) as exc:
-        sub.status, sub.notes = "invalid", [str(exc)] + sub.notes
-        return
-    try:
-        fixed, notes = repair(nb, release, source)
-        sub.notes = notes + suspicious(fixed) + sub.notes
-        dest = course / "submitted" / sub.student / sub.assignment / f"{sub.assignment}.ipynb"
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        nbformat.write(for_grading(fixed), dest)
-    except Exception as exc:  # noqa: BLE001 - one notebook's fault stays with that notebook
-        sub.status = "error"
-        sub.notes.append(f"整理这份 notebook 时出错（{type(exc).__name__}）：没有评分")
+
+def for_grading(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """What any notebook looks like before a grading run: no outputs, demo cells emptied (cells tagged
+    `demo` teach but grade nothing; a test or answer cell is never emptied, whatever its tags say)."""
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+            if is_demo(cell):
+                cell.source = DEMO_PLACEHOLDER
+    return nb

@@ -9,14 +9,12 @@
     agentrl_ref/teaching/cloze_snippets.json (grader/cloze_snippets.py)
 
 nbgrader runs in a temporary copy of the course, so releasing never touches the
-instructor's gradebook. Usage: python grader/release.py [--out DIR] [assignment ...]
+instructor's gradebook. Usage: python -m grader release [--out DIR] [assignment ...]
 """
 from __future__ import annotations
 
 import argparse
-import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -24,24 +22,13 @@ from pathlib import Path
 
 import nbformat
 
-import cloze_snippets
+from grader import cloze_snippets
+from grader.course import GRADER, ROOT, assignments, copy_course, nbgrader_env
 
-GRADER = Path(__file__).resolve().parent
-ROOT = GRADER.parent
 CLOZE_DATA = Path("agentrl_ref") / "teaching" / "cloze_snippets.json"  # the cloze cards, cut from the answers
 ANSWER_TAG = "answer"
 SKIP_TAG = "skip-execution"
 REMOVE_TAG = "remove-cell"  # myst-nb: run, not shown
-
-
-def assignments(course: Path = GRADER) -> list[str]:
-    return sorted(p.name for p in (course / "source").iterdir() if (p / f"{p.name}.ipynb").is_file())
-
-
-def nbgrader_env() -> dict[str, str]:
-    """The environment for nbgrader: it runs `alembic` from PATH, so the venv's bin comes first."""
-    bindir = str(Path(sys.executable).parent)
-    return {**os.environ, "PATH": bindir + os.pathsep + os.environ.get("PATH", "")}
 
 
 SETUP_ID = "setup"  # grade_id of the read-only first cell of every notebook
@@ -122,9 +109,7 @@ def refresh_setup_cells(names: list[str], course: Path = GRADER, root: Path = RO
 def nbgrader_release(names: list[str], course: Path = GRADER) -> dict[str, nbformat.NotebookNode]:
     """Run `nbgrader generate_assignment` in a scratch copy of the course; return the release notebooks."""
     with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp) / "course"
-        shutil.copytree(course, work, ignore=shutil.ignore_patterns(
-            "release", "submitted", "autograded", "feedback", "gradebook.db", "__pycache__", "*.csv"))
+        work = copy_course(Path(tmp) / "course", course)
         for name in names:
             subprocess.run(
                 [sys.executable, "-m", "nbgrader", "generate_assignment", name, "--force", "--log-level=WARN"],
@@ -203,11 +188,12 @@ def render(names: list[str], course: Path = GRADER) -> dict[Path, str]:
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("names", nargs="*", help="assignments (default: all in grader/source)")
     parser.add_argument("--out", type=Path, default=ROOT, help="where notebooks/ and book/ go")
-    args = parser.parse_args()
+
+
+def main(args: argparse.Namespace) -> None:
     names = args.names or assignments()
     for path in refresh_setup_cells(names):
         print(f"updated the setup cell of {path}")
@@ -216,7 +202,3 @@ def main() -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
         print(f"wrote {path}")
-
-
-if __name__ == "__main__":
-    main()

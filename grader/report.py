@@ -16,7 +16,7 @@ import re
 import statistics
 from pathlib import Path
 
-from submissions import Submission, printable
+from grader.submissions import Submission, printable
 
 STATUS_ZH = {"missing": "没交", "invalid": "无效", "conflict": "冲突", "timeout": "超时", "killed": "被终止",
              "error": "出错"}

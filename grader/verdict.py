@@ -7,10 +7,10 @@ run the same way) left in the same cell. The expected values never enter the san
 kernel shows decides the grade: a hook that hides an error, a value whose == is always True, a patched
 torch.allclose or a replaced run_test changes what the cell shows, not the records it would need.
 
-TrustedVerdict (an nbgrader preprocessor, run after execution) rewrites each test cell's outputs:
-what the student's code printed stays (capped, stderr relabelled), its errors and records go, and the
-verdict is appended — nothing on a pass, an error output naming what went wrong on a failure — so
-nbgrader's own scoring (an error output means 0) gives exactly the verdict.
+judge_notebook(nb, expected) decides every test cell and rewrites its outputs for the people who read
+it: what the student's code printed stays (capped, stderr relabelled), its errors and records go, and
+the verdict is appended (a pass mark, or an error output naming what went wrong). The score reaches the
+gradebook from the returned verdicts (gradebook.py), not from those outputs.
 """
 from __future__ import annotations
 
@@ -20,23 +20,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import nbformat
-from nbgrader.preprocessors import NbGraderPreprocessor
-from traitlets import Dict
 
 from agentrl_ref.checks.probes import MIME
+from grader.cells import grade_id, is_test as is_test_cell
 
 VERDICT_MARK = "agentrl_verdict"  # in the metadata of the output this module appends to a test cell
 VISIBLE = "visible:"  # records written by run_test start with this; hidden probes never do
 REL_TOL, ABS_TOL = 1e-5, 1e-7  # floats: what float32 arithmetic in another order still meets
-
-
-def is_test_cell(cell) -> bool:
-    meta = cell.get("metadata", {}).get("nbgrader", {})
-    return cell.get("cell_type") == "code" and bool(meta.get("grade")) and not meta.get("solution")
-
-
-def grade_id(cell) -> str | None:
-    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
 
 
 def records(cell) -> list[tuple[str, Any]]:
@@ -236,10 +226,10 @@ def _label(name: str, position: int, total: int) -> str:
     return f"隐藏测试（第 {position}/{total} 组用例）"
 
 
-# ---------------------------------------------------------------- the nbgrader preprocessor
+# ---------------------------------------------------------------- a whole notebook
 
 
-def _error_summary(cell) -> str | None:
+def error_summary(cell) -> str | None:
     for output in cell.get("outputs", []):
         if output.get("output_type") == "error":
             text = f"{output.get('ename', '')}: {output.get('evalue', '')}".strip(": ")
@@ -270,34 +260,23 @@ def rewrite_test_cell(cell, verdict: Verdict) -> None:
     cell["outputs"] = kept + [mark]
 
 
-class StudentFacingOutputs(NbGraderPreprocessor):
-    """For the feedback students get back: every code cell without the kernel's outputs, except the
-    verdicts this module wrote. What the student's code printed at grading time could carry the hidden
-    tests it saw running (its own code runs inside the test cells); the instructor keeps the full
-    executed notebook in the course's autograded/ folder."""
-
-    def preprocess_cell(self, cell, resources, index):
-        if cell.cell_type == "code":
-            cell.outputs = [o for o in cell.get("outputs", []) if o.get("metadata", {}).get(VERDICT_MARK)]
-        return cell, resources
-
-
-class TrustedVerdict(NbGraderPreprocessor):
-    """After execution: judge every test cell against `expected` (grade_id -> reference records)."""
-
-    expected = Dict(help="grade_id -> [(name, value)] recorded by the reference notebook").tag(config=False)
-
-    def preprocess(self, nb, resources):
-        self.verdicts: dict[str, Verdict] = {}
-        return super().preprocess(nb, resources)
-
-    def preprocess_cell(self, cell, resources, index):
+def judge_notebook(nb: nbformat.NotebookNode, expected: dict[str, list[tuple[str, Any]]]) -> dict[str, Verdict]:
+    """Judge every test cell against expected (grade_id -> the reference's records) and rewrite it (see
+    rewrite_test_cell); return grade_id -> Verdict."""
+    found = {}
+    for cell in nb.cells:
         if is_test_cell(cell):
             gid = grade_id(cell)
-            if gid not in self.expected:
-                verdict = Verdict(False, f"参考答案里没有测试单元 {gid}")
-            else:
-                verdict = judge(cell, self.expected[gid])
-            self.verdicts[gid] = verdict
+            verdict = judge(cell, expected[gid]) if gid in expected else Verdict(False, f"参考答案里没有测试单元 {gid}")
+            found[gid] = verdict
             rewrite_test_cell(cell, verdict)
-        return cell, resources
+    return found
+
+
+def student_facing(cell) -> None:
+    """For the feedback students get back: a code cell without the kernel's outputs, except the verdicts
+    this module wrote. What the student's code printed at grading time could carry the hidden tests it saw
+    running (its own code runs inside the test cells); the instructor keeps the full executed notebook in
+    the course's autograded/ folder."""
+    if cell.get("cell_type") == "code":
+        cell["outputs"] = [o for o in cell.get("outputs", []) if (o.get("metadata") or {}).get(VERDICT_MARK)]

@@ -30,7 +30,6 @@ STRICT_WARNINGS = [pytest.mark.filterwarnings("error"), pytest.mark.filterwarnin
                    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")]
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "grader"))
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

@@ -1,11 +1,13 @@
 """What the tests need to know about the course: assignments, their solutions, hidden tests and mutations."""
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
 
-from blanks import BLANK, has_blanks, solution_fills
+from grader.blanks import BLANK, has_blanks, solution_fills
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "grader" / "source"
@@ -73,3 +75,34 @@ def mutated_fills(assignment: str, changes: dict[int, str]) -> list[str]:
     for index, text in changes.items():
         fills[index] = text
     return fills
+
+
+def run_nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
+    """Run one nbgrader command in a course folder, as an instructor would; raise with its output if it fails."""
+    from grader.course import nbgrader_env
+
+    proc = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course, env=nbgrader_env(),
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"nbgrader {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def submit(course: Path, assignment: str, student: str, notebook_json: str) -> Path:
+    """Place a student's notebook where nbgrader expects a submission."""
+    path = course / "submitted" / student / assignment / f"{assignment}.ipynb"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(notebook_json, encoding="utf-8")
+    return path
+
+
+def cell_scores(course: Path, assignment: str) -> dict[str, dict[str, tuple[float, float]]]:
+    """student -> grade_id -> (score, max_score) for every autograded test cell of a course's gradebook."""
+    from nbgrader.api import Gradebook
+
+    out: dict[str, dict[str, tuple[float, float]]] = {}
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        for sub in gb.assignment_submissions(assignment):
+            notebook = gb.find_submission_notebook(assignment, assignment, sub.student_id)
+            out[sub.student_id] = {g.name: (g.score, g.max_score) for g in notebook.grades}
+    return out

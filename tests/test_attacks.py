@@ -31,9 +31,9 @@ import nbformat
 import pytest
 
 from course import ROOT, filled, mutated_fills, mutations, reference_fills, student_notebook
-from grade import grade
+from grader.pipeline import grade
 from notebook_fuzz import FILE_KINDS, ODD_NAMES, make_file, mutate_json
-from submissions import printable
+from grader.submissions import printable
 
 A = "ex1_format_reward"
 MARK = "agentrl-attack-marker"  # in every process an attacker starts, to find survivors
@@ -667,7 +667,7 @@ def test_report_says_the_sandbox_was_on(attacked):
 
 
 def test_no_sandbox_is_refused_unless_asked(tmp_path, monkeypatch):
-    import sandbox
+    import grader.sandbox as sandbox
 
     def unavailable():
         raise sandbox.SandboxUnavailable("bwrap missing (simulated)")
@@ -694,7 +694,7 @@ def test_unsafe_mode_says_so_and_still_judges_outside(tmp_path):
 
 
 def test_postgres_gradebook_has_a_random_password_never_on_a_command_line():
-    from postgres import local_postgres
+    from grader.postgres import local_postgres
 
     with local_postgres() as db_url:
         password = db_url.split(":")[2].split("@")[0]
@@ -719,7 +719,7 @@ ANSWER_MODULE = {"ex1_format_reward": "format_reward.py", "ex2_verifiable_reward
 def test_grading_package_holds_no_answer(assignment, tmp_path):
     """The copy of agentrl_ref a grading kernel sees: never the assignment's own answer, never the cloze
     cards (every answer is in them), always the checks."""
-    import execute
+    import grader.execute as execute
 
     root = execute.grading_package(assignment, tmp_path) / "agentrl_ref"
     files = {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}

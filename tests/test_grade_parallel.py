@@ -3,8 +3,8 @@ time into the default SQLite gradebook."""
 import os
 
 from class_builder import write_class
-from grade import grade
-from postgres import local_postgres
+from grader.pipeline import grade
+from grader.postgres import local_postgres
 
 
 def test_parallel_postgres_grading_matches_serial_sqlite(tmp_path):

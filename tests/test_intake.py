@@ -14,14 +14,14 @@ import nbformat
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from cells import grade_id, is_answer, is_locked, is_test
+from grader.cells import grade_id, is_answer, is_locked, is_test
 from course import ASSIGNMENTS, SOURCE, filled, reference_fills, source_notebook, student_notebook
 from notebook_fuzz import ODD_NAMES, make_file, mutate_json
-from prepare import read_notebook, repair
-from report import csv_text, md_text
-from sanitize import clean_html, inert_markdown, inert_output
-from submissions import collect, id_problem, printable
-from verdict import difference
+from grader.prepare import read_notebook, repair
+from grader.report import csv_text, md_text
+from grader.sanitize import clean_html, inert_markdown, inert_output
+from grader.submissions import collect, id_problem, printable
+from grader.verdict import difference
 
 A = "ex1_format_reward"
 
@@ -88,7 +88,7 @@ def test_a_deleted_answer_never_brings_the_answer_back():
 
 def _intake(text: str):
     """What prepare does short of writing: read, validate, rebuild, make ready for grading."""
-    from execute import for_grading
+    from grader.prepare import for_grading
 
     nb = read_notebook(text.encode("utf-8", "surrogatepass"))
     fixed, notes = repair(nb, _release(A), source_notebook(A))

@@ -12,7 +12,7 @@ import nbformat
 import pytest
 
 from course import ASSIGNMENTS, ROOT, filled, mutated_fills, mutations, reference_fills, student_notebook
-from grade import grade
+from grader.pipeline import grade
 
 MUTATION_TABLE: list[str] = []  # printed at the end of the run by conftest.pytest_terminal_summary
 
@@ -97,16 +97,17 @@ def test_feedback_for_every_graded_notebook(graded_class, name):
 def test_plain_nbgrader_autograde_in_the_course_folder_is_sandboxed_and_judged_outside(tmp_path, graded_class):
     """An instructor who runs `nbgrader autograde` in the course folder (no `make grade`) gets the same
     scores: the course's nbgrader_config.py executes in the sandbox and judges outside the kernel."""
-    from grading import cell_scores, nbgrader, scratch_course, submit
+    from course import cell_scores, run_nbgrader, submit
+    from grader.course import copy_course
 
     _, cells, _ = graded_class
     name = ASSIGNMENTS[0]
     label, (changes, _) = next(iter(mutations(name).items()))
-    course = scratch_course(tmp_path / "course")
-    nbgrader(course, "generate_assignment", name, "--force")
+    course = copy_course(tmp_path / "course")
+    run_nbgrader(course, "generate_assignment", name, "--force")
     submit(course, name, "reference", filled(name, reference_fills(name)))
     submit(course, name, "wrong", filled(name, mutated_fills(name, changes)))
-    nbgrader(course, "autograde", name, "--force")
+    run_nbgrader(course, "autograde", name, "--force")
     scores = cell_scores(course, name)
     assert scores["reference"] == cells[("reference", name)]
     assert scores["wrong"] == cells[("mut-" + _slug(label), name)]

@@ -20,8 +20,8 @@ import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "grader"))
-import sandbox as sbx  # noqa: E402
+import grader.sandbox as sbx
+from grader.sandbox import available
 
 try:
     sbx.check_available()
@@ -104,7 +104,7 @@ def session_traces_gone(session: sbx.Session) -> None:
     for ctrl in sbx.CONTROLLERS:
         assert not (sbx.CGROUP_ROOT / ctrl / sbx.PARENT_GROUP / session.name).exists()
     assert not session._dir.exists(), "private connection folder left behind"
-    assert session.name not in {name for name, _ in sbx._workspace_mounts()}, "working folder still mounted"
+    assert session.name not in {name for name, _ in sbx.workspace_mounts()}, "working folder still mounted"
     assert not any(session.workdir.iterdir()), "files left in the working folder"
 
 
@@ -560,7 +560,7 @@ def test_sweep_removes_stale_groups_only(sandbox, workdir):
 
 
 def test_unavailable_message_names_what_is_missing(monkeypatch):
-    monkeypatch.setattr(sbx, "BWRAP", "/nonexistent/bwrap")
+    monkeypatch.setattr(available, "BWRAP", "/nonexistent/bwrap")
     with pytest.raises(sbx.SandboxUnavailable) as e:
         sbx.check_available()
     assert "bubblewrap" in str(e.value) and "未安装" in str(e.value)

@@ -1,0 +1,89 @@
+"""python -m grader: the instructor's commands (the Makefile's grade, grade-report and release targets).
+
+    python -m grader grade SUBMISSIONS [--out DIR] [--jobs N] [--shard K/N] [--db-url URL | --db-url-file F]
+                                       [--cell-timeout S] [--notebook-timeout S] [--unsafe-no-sandbox]
+    python -m grader report --out DIR [--db-url URL | --db-url-file F]   # after every shard
+    python -m grader release [--out DIR] [assignment ...]
+    python -m grader sandbox (--check | --sweep)
+
+The gradebook URL (it holds a password) is never needed on a command line: AGENTRL_DB_URL in the
+environment, or --db-url-file naming a file only its owner can read.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+
+def _db_url(args) -> str | None:
+    if getattr(args, "db_url_file", None):
+        return Path(args.db_url_file).read_text(encoding="utf-8").strip()
+    return args.db_url or os.environ.get("AGENTRL_DB_URL") or None
+
+
+def _gradebook_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--db-url", default=None, help="gradebook URL (default: AGENTRL_DB_URL, else SQLite in OUT)")
+    parser.add_argument("--db-url-file", default=None, help="a file holding the gradebook URL")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    grade = commands.add_parser("grade", help="autograde a folder of hand-ins (see grader/pipeline.py)")
+    grade.add_argument("submissions", type=Path)
+    grade.add_argument("--out", type=Path, default=Path("grading-output"))
+    grade.add_argument("--jobs", type=int, default=None, help="notebooks executed at a time (default: 2)")
+    grade.add_argument("--shard", default=None, help="K/N: grade shard K (0-based) of N; needs PostgreSQL")
+    grade.add_argument("--cell-timeout", type=int, default=60, help="seconds per cell")
+    grade.add_argument("--notebook-timeout", type=int, default=600, help="seconds per notebook")
+    grade.add_argument("--unsafe-no-sandbox", action="store_true",
+                       help="run student code without the sandbox (machines without namespaces); the report says so")
+    _gradebook_options(grade)
+
+    merge = commands.add_parser("report", help="the class's reports after every shard has run")
+    merge.add_argument("--out", type=Path, default=Path("grading-output"))
+    _gradebook_options(merge)
+
+    from grader import release
+
+    release.add_arguments(commands.add_parser("release", help="instructor notebooks -> notebooks/ and book/"))
+
+    sandbox = commands.add_parser("sandbox", help="check or clean up the grading sandbox on this machine")
+    sandbox.add_argument("--check", action="store_true", help="say whether the sandbox can run here")
+    sandbox.add_argument("--sweep", action="store_true", help="remove stale cgroups, folders and mounts")
+
+    args = parser.parse_args(argv)
+    if args.command == "grade":
+        from grader.pipeline import grade as run
+        from grader.shards import Shard
+
+        try:
+            shard = Shard.parse(args.shard) if args.shard else None
+        except ValueError as exc:
+            parser.error(str(exc))
+        run(args.submissions, args.out, args.cell_timeout, args.notebook_timeout, _db_url(args), args.jobs,
+            sandbox=not args.unsafe_no_sandbox, shard=shard)
+    elif args.command == "report":
+        from grader.pipeline import report
+
+        url = _db_url(args)
+        if not url:
+            parser.error("the shards' PostgreSQL gradebook is needed: --db-url-file, --db-url or AGENTRL_DB_URL")
+        report(args.out, url)
+    elif args.command == "release":
+        release.main(args)
+    elif args.command == "sandbox":
+        from grader.sandbox import check_available, sweep_stale_cgroups
+
+        if args.sweep:
+            print(f"removed {sweep_stale_cgroups()} stale folders and mounts")
+        check_available()
+        print("sandbox available / 沙箱可用")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,83 @@
+"""The nbgrader course: where it is, which assignments it has, and running nbgrader's converters in it.
+
+    assignments()                        every assignment in grader/source, sorted
+    copy_course(dest)                    a scratch course folder (config + instructor notebooks)
+    generate_assignments(course, names, db_url)   release notebooks + gradebook rows (nbgrader)
+    run_converter(Converter, course, config, assignment, student)   one nbgrader converter, safely
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import threading
+from pathlib import Path
+
+GRADER = Path(__file__).resolve().parent
+ROOT = GRADER.parent
+COURSE_ID = "agentrl-cloze"                      # as in nbgrader_config.py
+COURSE_FILES = ("nbgrader_config.py", "source")  # a course folder: the config and the instructor notebooks
+
+
+def assignments(course: Path = GRADER) -> list[str]:
+    return sorted(p.name for p in (course / "source").iterdir() if (p / f"{p.name}.ipynb").is_file())
+
+
+def nbgrader_env() -> dict[str, str]:
+    """The environment for nbgrader: it runs `alembic` from PATH, so the venv's bin comes first."""
+    bindir = str(Path(sys.executable).parent)
+    return {**os.environ, "PATH": bindir + os.pathsep + os.environ.get("PATH", "")}
+
+
+def copy_course(dest: Path, course: Path = GRADER) -> Path:
+    """Copy the course definition (config, instructor notebooks) into dest; return dest."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in COURSE_FILES:
+        src = course / name
+        if src.is_dir():
+            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+        else:
+            shutil.copy2(src, dest / name)
+    return dest
+
+
+def nbgrader_config(course: Path, db_url: str):
+    """The course's nbgrader_config.py, pointed at this course folder and gradebook."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+    config.CourseDirectory.root = str(course)
+    config.CourseDirectory.db_url = db_url
+    config.CourseDirectory.course_id = COURSE_ID
+    return config
+
+
+# nbgrader's converters change the process's working folder and environment while they run: one at a
+# time per process, even when two gradings share a process.
+_CONVERTING = threading.Lock()
+
+
+def run_converter(kind, course: Path, config, assignment: str, student: str = "*", **options) -> None:
+    from nbgrader.coursedir import CourseDirectory
+
+    coursedir = CourseDirectory(config=config)
+    coursedir.assignment_id, coursedir.student_id = assignment, student
+    app = kind(coursedir=coursedir, config=config)
+    for key, value in options.items():
+        setattr(app, key, value)
+    with _CONVERTING:
+        cwd = os.getcwd()
+        try:
+            app.start()
+        finally:
+            os.chdir(cwd)
+
+
+def generate_assignments(course: Path, names: list[str], db_url: str) -> None:
+    """nbgrader generate_assignment: course/release/<a>/<a>.ipynb and the assignment's rows in the gradebook."""
+    from nbgrader.converters import GenerateAssignment
+
+    os.environ["PATH"] = nbgrader_env()["PATH"]   # nbgrader runs `alembic` from PATH: the venv's
+    config = nbgrader_config(course, db_url)
+    for name in names:
+        run_converter(GenerateAssignment, course, config, name, student=".", force=True)

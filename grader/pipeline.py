@@ -1,0 +1,287 @@
+"""make grade: a whole class, read top to bottom. `python -m grader grade SUBMISSIONS …`
+
+For every hand-in, in a thread of its own (--jobs at a time):
+
+    intake    submissions.py  only the student's own regular file, read and parsed   -> invalid
+    prepare   RebuildOnRelease, ClearOutput, SkipDemoCells   rebuilt on the release
+    execute   SandboxedExecute      in its own sandbox, outputs capped as they arrive
+    judge     TrustedVerdict        every test cell against the reference's records, outside the kernel
+    cap       CapOutputs            outputs capped and made inert
+    record    SaveVerdicts          the verdicts into the gradebook (one transaction); the judged
+                                    notebook into the course's autograded/ folder (formgrader reads it)
+    feedback  write_feedback        the student's HTML page
+
+then, once: report (report.py) — grades.csv, cells.csv, report.md. The steps are the nbgrader
+preprocessors of preprocessors.py, the same ones `nbgrader autograde` runs in the course folder. Whatever
+goes wrong in one notebook's steps makes that notebook's row `error` with a note saying which step; the
+class goes on and every report is written.
+
+With `shard` (K/N), only the students a stable hash gives to shard K are graded, into the shared
+gradebook, with outputs under OUT/shards/K/ and a manifest; `report(out, db_url)` then writes the class's
+reports from every shard (shards.py).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import sys
+import threading
+import time
+import warnings
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+from nbconvert.preprocessors import Preprocessor
+
+from grader.course import COURSE_ID, GRADER, assignments, copy_course, generate_assignments
+from grader.execute import runner_for
+from grader.feedback import write_feedback
+from grader.gradebook import forget, scores_of
+from grader.preprocessors import SANITIZE, CapOutputs, SandboxedExecute, SaveVerdicts, TrustedVerdict, agentrl
+from grader.prepare import read_notebook, suspicious
+from grader.progress import Progress
+from grader.reference import expected_for
+from grader.report import write_reports
+from grader.shards import Shard, read_manifests, shard_folder, write_manifest
+from grader.submissions import Submission, SubmissionRejected, collect, read_submission
+
+
+@dataclass
+class Run:
+    """The settings and places of one grading run (one machine, or one shard)."""
+    course: Path                 # the scratch nbgrader course folder: config, source, release, autograded…
+    grading: Path                # trusted: package copies, reference records, working folders
+    db_url: str
+    cell_timeout: int = 60
+    notebook_timeout: int = 600
+    sandbox: bool = True
+    limits: object = None
+    expected: dict = field(default_factory=dict)   # assignment -> reference records
+    timings: dict = field(default_factory=dict)    # step -> seconds, summed over notebooks
+    _clock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add_time(self, step: str, seconds: float) -> None:
+        with self._clock:
+            self.timings[step] = self.timings.get(step, 0.0) + seconds
+
+    def resources(self, sub: Submission) -> dict:
+        """What nbgrader's converters hand their preprocessors, and the course's own part."""
+        return {"nbgrader": {"student": sub.student, "assignment": sub.assignment, "notebook": sub.assignment,
+                             "db_url": self.db_url, "course_id": COURSE_ID},
+                "agentrl": {"status": "ok", "notes": [], "expected": self.expected[sub.assignment]}}
+
+
+def _through(preprocessors: list[Preprocessor], nb, resources):
+    for preprocessor in preprocessors:
+        nb, resources = preprocessor.preprocess(nb, resources)
+    return nb
+
+
+def prepare(nb, resources, run: Run):
+    return _through([cls(course_dir=str(run.course)) if hasattr(cls, "course_dir") else cls() for cls in SANITIZE],
+                    nb, resources)
+
+
+def execute(nb, resources, run: Run):
+    return _through([SandboxedExecute(timeout=run.cell_timeout, notebook_timeout=run.notebook_timeout,
+                                      sandbox=run.sandbox, grading_dir=str(run.grading), limits=run.limits,
+                                      course_dir=str(run.course))], nb, resources)
+
+
+def judge(nb, resources, run: Run):
+    return _through([TrustedVerdict()], nb, resources)
+
+
+def cap(nb, resources, run: Run):
+    return _through([CapOutputs()], nb, resources)
+
+
+def record(nb, resources, run: Run):
+    info = resources["nbgrader"]
+    dest = run.course / "autograded" / info["student"] / info["assignment"] / f"{info['assignment']}.ipynb"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, dest)
+    return _through([SaveVerdicts()], nb, resources)
+
+
+def feedback(nb, resources, run: Run):
+    info = resources["nbgrader"]
+    write_feedback(nb, resources, run.course / "feedback" / info["student"] / info["assignment"]
+                   / f"{info['assignment']}.html")
+    return nb
+
+
+STEPS = [("prepare", "整理", prepare), ("execute", "执行", execute), ("judge", "判分", judge),
+         ("cap", "整理输出", cap), ("record", "记分", record), ("feedback", "生成反馈", feedback)]
+
+
+def grade_notebook(sub: Submission, run: Run) -> None:
+    """Every step for one hand-in; whatever happens ends in its row (status, notes), never in an exception."""
+    try:
+        nb = read_notebook(read_submission(sub))
+    except (SubmissionRejected, ValueError) as exc:
+        sub.status, sub.notes = "invalid", [str(exc)] + sub.notes
+        return
+    resources = run.resources(sub)
+    found = agentrl(resources)
+    for name, zh, step in STEPS:
+        began = time.perf_counter()
+        try:
+            nb = step(nb, resources, run)
+        except Exception as exc:  # noqa: BLE001 - one notebook's fault stays with that notebook
+            found["status"] = "error"
+            found["notes"].append(f"{zh}这份 notebook 时出错（{type(exc).__name__}）：后面的步骤没有做")
+            break
+        finally:
+            run.add_time(name, time.perf_counter() - began)
+        if name == "prepare":
+            found["notes"].extend(suspicious(nb))
+    sub.status = found["status"]
+    sub.notes = found["notes"] + sub.notes
+    sub.seconds = found.get("seconds", 0.0)
+    sub.passed = {gid: v.passed for gid, v in found.get("verdicts", {}).items()}
+
+
+def _quiet_nbgrader() -> None:
+    log = logging.getLogger("traitlets")  # nbgrader's converters and preprocessors log there
+    if not log.handlers:
+        log.addHandler(logging.StreamHandler())
+    log.setLevel(logging.ERROR)
+    # nbgrader's own gradebook code trips SQLAlchemy's autoflush warnings; they say nothing about the class
+    warnings.filterwarnings("ignore", module=r"nbgrader\.api")
+
+
+def _check_sandbox() -> None:
+    from grader.sandbox import SandboxUnavailable, check_available, sweep_stale_cgroups
+
+    try:
+        check_available()
+    except SandboxUnavailable as exc:
+        raise SystemExit(f"无法启动评分沙箱，没有评分 / cannot start the grading sandbox, nothing graded:\n{exc}\n"
+                         "（在不支持的机器上可以显式加 --unsafe-no-sandbox：学生代码将不受隔离，报告里会写明）")
+    sweep_stale_cgroups()
+
+
+def _advisory_lock(db_url: str):
+    """While nbgrader writes the assignments' rows: one shard at a time (PostgreSQL), or nothing to share."""
+    import contextlib
+
+    if not db_url.startswith("postgresql"):
+        return contextlib.nullcontext()
+    from sqlalchemy import create_engine, text
+
+    @contextlib.contextmanager
+    def locked():
+        engine = create_engine(db_url)
+        with engine.connect() as conn:
+            conn.execute(text("SELECT pg_advisory_lock(7464207)"))   # 'grader' as a number: any fixed key
+            try:
+                yield
+            finally:
+                conn.execute(text("SELECT pg_advisory_unlock(7464207)"))
+        engine.dispose()
+    return locked()
+
+
+def grade(submissions: Path, out: Path, cell_timeout: int = 60, notebook_timeout: int = 600,
+          db_url: str | None = None, jobs: int | None = None, sandbox: bool = True, limits=None,
+          timings: dict | None = None, shard: Shard | None = None) -> list[Submission]:
+    """Grade the folder's hand-ins into out (see the module docstring); return every row of the class
+    (with shard: every row, this shard's graded). timings, if given, gets seconds per step (summed over
+    notebooks), and of the phases: setup, grading (wall), report, total."""
+    started = time.perf_counter()
+    timings = {} if timings is None else timings
+    if sandbox:
+        _check_sandbox()
+    if shard is not None and not (db_url or "").startswith("postgresql"):
+        raise SystemExit("SHARD needs a shared PostgreSQL gradebook: DB_URL=postgresql://… (or AGENTRL_DB_URL)")
+    _quiet_nbgrader()
+    jobs = jobs or max(1, min(2, os.cpu_count() or 1))
+    submissions, out = submissions.resolve(), out.resolve()
+    base = out if shard is None else shard_folder(out, shard)
+    if base.exists():
+        shutil.rmtree(base)
+    base.mkdir(parents=True)
+    course = copy_course(base / "course")
+    db_url = db_url or f"sqlite:///{course / 'gradebook.db'}"
+    known = assignments(course)
+    subs = collect(submissions, known, forbidden=[folder / "source" / name / f"{name}.ipynb"
+                                                  for name in known for folder in (GRADER, course)])
+    if not subs:
+        raise SystemExit(f"no submissions found in {submissions}")
+    mine = [s for s in subs if shard is None or shard.takes(s.student)]
+    names = sorted({s.assignment for s in subs if s.assignment})   # every shard knows every assignment
+    with _advisory_lock(db_url):
+        generate_assignments(course, names, db_url)
+    if shard is not None:
+        forget(db_url, COURSE_ID, [(s.assignment, s.student) for s in mine if s.assignment])
+    run = Run(course, base / "grading", db_url, cell_timeout, notebook_timeout, sandbox, limits,
+              timings=timings)
+    todo = [s for s in mine if s.path is not None and s.status == "ok"]
+    timings["setup"] = time.perf_counter() - started
+    began = time.perf_counter()
+    with ThreadPoolExecutor(jobs) as pool:
+        needed = sorted({s.assignment for s in todo})
+        runners = {name: runner_for(name, run.grading, cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
+                                    sandbox=sandbox, limits=limits) for name in needed}
+        references = {pool.submit(expected_for, name, course / "source", runners[name], run.grading): name
+                      for name in needed}
+        for future in as_completed(references):
+            name = references[future]
+            try:
+                run.expected[name] = future.result()
+            except ValueError as exc:   # the instructor notebook itself fails: grade nothing of it, say why
+                print(f"cannot grade {name}: {exc}", file=sys.stderr)
+                for sub in todo:
+                    if sub.assignment == name:
+                        sub.status = "error"
+                        sub.notes.append(f"参考答案在评分环境里运行失败，这份作业没有评分：{exc}")
+        todo = [s for s in todo if s.assignment in run.expected]
+        with Progress(len(todo), f"评分{'' if shard is None else f' 第 {shard} 片'}") as progress:
+            for future in as_completed([pool.submit(grade_notebook, s, run) for s in todo]):
+                future.result()
+                progress.advance()
+    if sandbox:
+        from grader.sandbox import sweep_stale_cgroups
+
+        sweep_stale_cgroups()
+    timings["grading"] = time.perf_counter() - began
+    began = time.perf_counter()
+    if shard is None:
+        _finish(out, subs, db_url, sandbox)
+    else:
+        write_manifest(base, shard, subs, sandbox)
+    timings["report"] = time.perf_counter() - began
+    timings["total"] = time.perf_counter() - started
+    graded = sum(s.status not in ("missing", "invalid", "conflict") for s in mine)
+    steps = ", ".join(f"{k} {v:.1f} s" for k, v in timings.items() if k != "total")
+    print(f"graded {graded} notebooks of {len(mine)} in {timings['total']:.1f} s ({steps}; {jobs} at a time, "
+          f"sandbox {'on' if sandbox else 'OFF'}); results in {base}", file=sys.stderr)
+    return subs
+
+
+def _finish(out: Path, subs: list[Submission], db_url: str, sandbox: bool) -> str:
+    scores, maxima = scores_of(db_url, COURSE_ID, subs)
+    if (out / "course" / "feedback").is_dir():
+        shutil.copytree(out / "course" / "feedback", out / "feedback", dirs_exist_ok=True)
+    report = write_reports(out, subs, scores, maxima, sandbox)
+    print(report)
+    return report
+
+
+def report(out: Path, db_url: str) -> list[Submission]:
+    """After the shards: the class's grades.csv, cells.csv, report.md and feedback in out, from every
+    shard's manifest and outputs and the shared gradebook. A shard that never finished is named."""
+    out = out.resolve()
+    subs, missing, sandbox = read_manifests(out)
+    for shard_dir in sorted((out / "shards").iterdir()):
+        for part in ("autograded", "feedback"):
+            if (shard_dir / "course" / part).is_dir():
+                shutil.copytree(shard_dir / "course" / part, out / "course" / part, dirs_exist_ok=True)
+    if missing:
+        print(f"shards that never finished: {', '.join(map(str, missing))}", file=sys.stderr)
+    _finish(out, subs, db_url, sandbox)
+    return subs

@@ -1,0 +1,50 @@
+"""What each test cell should record: the instructor notebook, run exactly like a submission.
+
+    expected = expected_for(assignment, source_dir, runner, grading_dir)   # grade_id -> [(name, value)]
+
+The reference run happens once per assignment and settings (cached on disk, keyed by the notebook and
+the package copy it ran with). Its records stay in the grader's process: they never enter a sandbox.
+ValueError if the instructor notebook itself fails in the grading environment: nothing of that
+assignment can then be graded, and every row of it says so.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import nbformat
+
+from grader.cells import grade_id, is_test
+from grader.execute import Runner
+from grader.prepare import for_grading
+from grader.verdict import check_reference, error_summary, expected_records
+
+
+def _digest(*parts: bytes) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(hashlib.sha256(part).digest())
+    return h.hexdigest()[:16]
+
+
+def expected_for(assignment: str, source: Path, runner: Runner, grading: Path) -> dict:
+    """grade_id -> records of the assignment's instructor notebook run like a submission."""
+    path = source / assignment / f"{assignment}.ipynb"
+    files = sorted(p for p in runner.package_root.rglob("*") if p.is_file())
+    key = _digest(path.read_bytes(), *(str(p.relative_to(runner.package_root)).encode() + p.read_bytes()
+                                       for p in files))
+    cache = grading / "expected" / f"{assignment}-{key}.json"
+    if cache.is_file():
+        return {gid: [tuple(r) for r in recs] for gid, recs in json.loads(cache.read_text("utf-8")).items()}
+    nb = for_grading(nbformat.read(path, as_version=4))
+    result = runner.run(nb, grading / "work" / f"reference-{assignment}-{key}")
+    expected = expected_records(result.nb)
+    errors = [f"{grade_id(c)}: {error_summary(c)}" for c in result.nb.cells if is_test(c) and error_summary(c)]
+    if result.status != "ok" or errors:
+        raise ValueError(f"{assignment}: the instructor notebook fails in the grading sandbox "
+                         f"({result.status}; {'; '.join(errors + result.notes)[:500]})")
+    check_reference(expected, assignment)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps(expected, ensure_ascii=False), "utf-8")
+    return expected

@@ -1,0 +1,441 @@
+"""A Sandbox (the configuration shared by sessions) and a Session (one kernel run in it), with the
+kernel manager nbclient drives. See the package docstring for what a session does."""
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import re
+import secrets
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from jupyter_client import AsyncKernelManager
+from jupyter_client.kernelspec import KernelSpec
+
+from .available import check_available
+from .bwrap import LAUNCHER, CPU_HARD_GRACE_S, common_bind_args, env_args, font_cache, python_layout
+from .cgroups import kill_group, mount_workspace, pick_cpus, procs, read, rmdir_retry, unmount_workspace
+from .host import (BWRAP, CGROUP_ROOT, CONTROLLERS, INNER_HOME, INNER_IPYTHONDIR, INNER_MPLCONFIGDIR,
+                   INNER_PACKAGE_ROOT, INNER_WORKDIR, PARENT_GROUP, counter, live_sessions, lock, state_root)
+from .limits import SandboxLimits, SessionReport
+
+
+class SandboxKernelManager(AsyncKernelManager):
+    """An AsyncKernelManager whose kernel runs in its Session's sandbox (IPC transport, fixed command).
+
+    The notebook's own kernelspec is ignored. `start_kernel(cwd=...)` is accepted but the kernel's cwd
+    is always the session workdir (seen inside as /submission)."""
+
+    _sbx_session: "Session"
+    _sbx_clients: list
+    _sbx_opts: int = 0
+
+    @property
+    def kernel_spec(self) -> KernelSpec:  # type: ignore[override]
+        if self._kernel_spec is None:
+            self._kernel_spec = KernelSpec(
+                argv=["python", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                display_name="Python 3 (sandbox)", language="python", interrupt_mode="signal",
+                env={}, metadata={})
+        return self._kernel_spec
+
+    def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
+        cmd, self._sbx_opts = self._sbx_session._command(self.connection_file, list(extra_arguments or []))
+        return cmd
+
+    async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
+        session = self._sbx_session
+        session._check_open()
+        kw["env"] = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}   # bwrap --clearenv anyway
+        kw["cwd"] = str(session._dir)
+        kw["stdout"] = subprocess.DEVNULL
+        # bwrap's options go through a pipe (`--args FD`): the sandbox's /proc/1/cmdline then shows
+        # "bwrap --args N -- python ...", not the whole mount list.
+        i = kernel_cmd.index(BWRAP)
+        opts = kernel_cmd[i + 1:i + 1 + self._sbx_opts]
+        data = b"".join(a.encode() + b"\0" for a in opts)
+        if len(data) > 60000:
+            raise RuntimeError("bwrap argument list too long for a pipe")
+        r, w = os.pipe()
+        try:
+            os.write(w, data)
+        finally:
+            os.close(w)
+        kernel_cmd = kernel_cmd[:i + 1] + ["--args", str(r)] + kernel_cmd[i + 1 + self._sbx_opts:]
+        kw["pass_fds"] = (r,)
+        log = open(session._dir / "kernel.log", "ab")
+        kw["stderr"] = log
+        try:
+            await super()._async_launch_kernel(kernel_cmd, **kw)
+        finally:
+            log.close()
+            os.close(r)
+        proc = self.provisioner.process if self.provisioner is not None else None
+        if proc is not None:
+            session._register_process(proc)
+
+    def client(self, **kwargs: Any):  # type: ignore[override]
+        kc = super().client(**kwargs)
+        self._sbx_clients.append(kc)
+        return kc
+
+
+class Sandbox:
+    """Configuration shared by sessions (thread-safe to share). One Session per notebook execution."""
+
+    def __init__(self, package_root: Path, limits: SandboxLimits = SandboxLimits(),
+                 python: str = sys.executable, *, extra_env: dict[str, str] | None = None,
+                 shutdown_wait_time: float = 1.0):
+        check_available()
+        root = Path(os.path.realpath(package_root))
+        if not (root / "agentrl_ref").is_dir():
+            raise ValueError(f"package_root {package_root} has no agentrl_ref/ folder")
+        self.package_root = root
+        self.limits = limits
+        self.python = python
+        self.extra_env = dict(extra_env or {})
+        self.shutdown_wait_time = shutdown_wait_time
+        self._python_cmd, _ = python_layout(python)
+        self._fonts: Path | None | bool = False     # built lazily, once per process and interpreter
+
+    def session(self, workdir: Path, *, wall_seconds: float | None = None) -> "Session":
+        """A context manager for one kernel run. `wall_seconds`: optional watchdog that kills the
+        session (report.wall_limit_hit) after that many seconds from __enter__."""
+        return Session(self, Path(workdir), wall_seconds=wall_seconds)
+
+    def _font_files(self) -> list[Path]:
+        if self._fonts is False:
+            self._fonts = font_cache(self.python)
+        if not self._fonts:
+            return []
+        return sorted(p for p in self._fonts.iterdir() if p.is_file())
+
+    def _env(self) -> dict[str, str]:
+        env = {"PATH": os.path.dirname(self._python_cmd) + ":/usr/local/bin:/usr/bin:/bin",
+               "HOME": INNER_HOME, "IPYTHONDIR": INNER_IPYTHONDIR, "MPLCONFIGDIR": INNER_MPLCONFIGDIR,
+               "LANG": "C.UTF-8", "PYTHONPATH": INNER_PACKAGE_ROOT, "PYTHONDONTWRITEBYTECODE": "1"}
+        env.update(self.extra_env)
+        env.pop("JPY_PARENT_PID", None)   # the kernel would exit: it cannot see that PID
+        return env
+
+
+class Session:
+    """One sandboxed kernel run (use as a context manager). See the module docstring."""
+
+    def __init__(self, sandbox: Sandbox, workdir: Path, *, wall_seconds: float | None = None):
+        wd = Path(os.path.realpath(workdir))
+        if not wd.is_dir():
+            raise ValueError(f"workdir {workdir} is not a folder")
+        self.sandbox = sandbox
+        self.workdir = wd
+        self.wall_seconds = wall_seconds
+        self.name = f"s{os.getpid()}-{next(counter)}-{secrets.token_hex(4)}"
+        self.report = SessionReport(limits=sandbox.limits)
+        self.lock = threading.RLock()
+        self._state = "new"            # new -> open -> closed
+        self._dir = state_root() / self.name
+        self._conn_dir = self._dir / "conn"
+        self._cgroup = {c: CGROUP_ROOT / c / PARENT_GROUP / self.name for c in CONTROLLERS}
+        # one folder per hierarchy: where cpu and cpuacct are comounted, both names lead to one folder
+        self._cgroups: list[Path] = list({os.path.realpath(d.parent): d for d in self._cgroup.values()}.values())
+        self._mounted = False
+        self._procs_list: list[subprocess.Popen] = []
+        self._kms: list[SandboxKernelManager] = []
+        self._km_counter = itertools.count(1)
+        self._timer: threading.Timer | None = None
+        self._exit_status_before_kill: int | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def __enter__(self) -> "Session":
+        with self.lock:
+            if self._state != "new":
+                raise RuntimeError("a Session can be entered once")
+            font_files = self.sandbox._font_files()     # may build the cache (first session only)
+            with lock:
+                live_sessions.add(self.name)
+            try:
+                self._dir.mkdir(mode=0o700)
+                self._conn_dir.mkdir(mode=0o700)
+                self._font_binds = font_files
+                lim = self.sandbox.limits
+                for d in self._cgroups:
+                    d.parent.mkdir(exist_ok=True)
+                    d.mkdir()
+                mem, pids, cpu = self._cgroup["memory"], self._cgroup["pids"], self._cgroup["cpu"]
+                # CPU: however many processes the notebook starts, they run on cores of their own (the
+                # ones the fewest other sessions use) and at most cpu_cores of them, so a neighbour's
+                # cells keep their pace
+                with lock:
+                    cpus = pick_cpus(math.ceil(lim.cpu_cores))
+                    cpuset = self._cgroup["cpuset"]
+                    (cpuset / "cpuset.mems").write_text(read(cpuset.parent / "cpuset.mems").strip())
+                    (cpuset / "cpuset.cpus").write_text(",".join(map(str, cpus)))
+                period = int(read(cpu / "cpu.cfs_period_us", "100000") or 100000)
+                (cpu / "cpu.cfs_quota_us").write_text(str(max(1000, int(lim.cpu_cores * period))))
+                (mem / "memory.limit_in_bytes").write_text(str(lim.memory_mb << 20))
+                if (mem / "memory.memsw.limit_in_bytes").exists():   # no escape into swap
+                    try:
+                        (mem / "memory.memsw.limit_in_bytes").write_text(str(lim.memory_mb << 20))
+                    except OSError:
+                        pass
+                (pids / "pids.max").write_text(str(lim.pids))
+                mount_workspace(self.workdir, lim.workdir_mb << 20, lim.workdir_inodes, f"agentrl-{self.name}")
+                self._mounted = True
+            except BaseException:
+                self._cleanup_dirs()
+                with lock:
+                    live_sessions.discard(self.name)
+                raise
+            self._state = "open"
+            if self.wall_seconds is not None:
+                self._timer = threading.Timer(self.wall_seconds, self._wall_timeout)
+                self._timer.daemon = True
+                self._timer.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Kill everything, fill `report`, remove cgroups and private folders. Idempotent."""
+        with self.lock:
+            if self._state != "open":
+                self._state = "closed"
+                return
+            if self._timer is not None:
+                self._timer.cancel()
+            try:
+                self._collect_exit_status()
+                self._count_leftovers()
+                self.kill()
+                for p in self._procs_list:
+                    try:
+                        p.wait(timeout=5)
+                    except subprocess.TimeoutExpired:
+                        pass
+                self._close_managers()
+                self._fill_report()
+                self._inspect_workdir()
+            finally:
+                self._cleanup_dirs()
+                with lock:
+                    live_sessions.discard(self.name)
+                self._state = "closed"
+
+    def kill(self) -> None:
+        """SIGKILL every process of this session (the whole cgroup). Idempotent, any thread."""
+        with self.lock:
+            if self._state == "new":
+                return
+            kill_group([d for d in self._cgroups if d.is_dir()])
+            for p in self._procs_list:
+                if p.poll() is None:
+                    try:
+                        p.kill()
+                    except OSError:
+                        pass
+
+    def kernel_manager(self) -> SandboxKernelManager:
+        """A fresh, not-yet-started AsyncKernelManager for this sandbox: pass it as km= to
+        ExecutePreprocessor.preprocess / NotebookClient. One kernel per session is the intended use."""
+        with self.lock:
+            self._check_open()
+            conn = self._conn_dir / f"k{next(self._km_counter)}.json"
+            km = SandboxKernelManager(kernel_name="python3", transport="ipc")
+            km.connection_file = str(conn)
+            km.ip = str(conn.with_suffix("")) + "-ipc"
+            km.shutdown_wait_time = self.sandbox.shutdown_wait_time
+            km._sbx_session = self
+            km._sbx_clients = []
+            self._kms.append(km)
+            return km
+
+    # -- internals ------------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._state != "open":
+            raise RuntimeError("use the Session inside its `with` block")
+
+    def _register_process(self, proc: subprocess.Popen) -> None:
+        with self.lock:
+            self._procs_list.append(proc)
+
+    def _wall_timeout(self) -> None:
+        with self.lock:
+            if self._state != "open":
+                return
+            self.report.wall_limit_hit = True
+            self._collect_exit_status()
+            self.kill()
+
+    def _command(self, connection_file: str, extra_arguments: list[str]) -> tuple[list[str], int]:
+        """The full launcher + bwrap command line, and how many bwrap options follow BWRAP in it."""
+        sb, lim = self.sandbox, self.sandbox.limits
+        size = str(lim.tmp_mb << 20)
+        bw = [BWRAP, *common_bind_args(sb.python, sb.package_root, lim.tmp_mb << 20),
+              "--size", size, "--tmpfs", "/dev/shm",
+              "--size", size, "--tmpfs", INNER_HOME]
+        for f in self._font_binds:
+            bw += ["--ro-bind", str(f), f"{INNER_MPLCONFIGDIR}/{f.name}"]
+        bw += ["--bind", str(self.workdir), INNER_WORKDIR,
+               "--bind", str(self._conn_dir), str(self._conn_dir),
+               "--remount-ro", "/", "--chdir", INNER_WORKDIR,
+               *env_args(sb._env())]
+        n_opts = len(bw) - 1
+        bw += ["--", sb._python_cmd, "-m", "ipykernel_launcher", "-f", connection_file]
+        if not any(a.startswith("--HistoryManager.hist_file") for a in extra_arguments):
+            bw.append("--HistoryManager.hist_file=:memory:")
+        bw += extra_arguments
+        as_kb = str(lim.effective_address_space_mb << 10) if lim.effective_address_space_mb else "unlimited"
+        return ["/bin/sh", "-c", LAUNCHER, "agentrl-sandbox",
+                ":".join(str(d / "cgroup.procs") for d in self._cgroups),
+                as_kb, str(lim.file_size_mb << 11), str(lim.cpu_seconds),
+                str(lim.cpu_seconds + CPU_HARD_GRACE_S), *bw], n_opts
+
+    def _collect_exit_status(self) -> None:
+        """Remember how the kernel ended if it ended on its own (before we kill anything)."""
+        for p in self._procs_list:
+            rc = p.poll()
+            if rc is not None and self._exit_status_before_kill is None:
+                self._exit_status_before_kill = rc
+
+    def _count_leftovers(self) -> None:
+        """Processes alive at exit other than the launcher (bwrap), bwrap's PID-1 and the kernel."""
+        pids = procs(self._cgroups)
+        outer = {p.pid for p in self._procs_list}
+        info: dict[int, tuple[int, bytes]] = {}
+        for pid in pids:
+            try:
+                st = Path(f"/proc/{pid}/stat").read_text()
+                ppid = int(st.rsplit(")", 1)[1].split()[1])
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except (OSError, ValueError, IndexError):
+                continue
+            info[pid] = (ppid, cmd)
+        inits = {pid for pid, (ppid, _) in info.items() if ppid in outer}
+        conns = [str(km.connection_file).encode() for km in self._kms]
+        kernels = {pid for pid, (ppid, cmd) in info.items()
+                   if ppid in inits and b"ipykernel_launcher" in cmd and any(c in cmd for c in conns)}
+        self.report.leftover_processes_killed = len(set(info) - outer - inits - kernels)
+
+    def _close_managers(self) -> None:
+        """Close the ZMQ sockets/contexts nbclient leaves open when it does not own the manager."""
+        for km in self._kms:
+            for kc in getattr(km, "_sbx_clients", []):
+                try:
+                    kc.stop_channels()
+                except Exception:
+                    pass
+            try:
+                km._close_control_socket()
+            except Exception:
+                pass
+            try:
+                km.cleanup_connection_file()
+                km.cleanup_ipc_files()
+            except Exception:
+                pass
+            try:
+                if km._created_context and not km.context.closed:
+                    km.context.destroy(linger=0)
+            except Exception:
+                pass
+            prov = km.provisioner
+            if prov is not None and getattr(prov, "process", None) is not None:
+                if prov.process.poll() is not None:
+                    prov.process = None     # reaped above; has_kernel -> False
+
+    def _fill_report(self) -> None:
+        r = self.report
+        mem, pids, cpu = self._cgroup["memory"], self._cgroup["pids"], self._cgroup["cpuacct"]
+        oom = read(mem / "memory.oom_control")
+        m = re.search(r"^oom_kill (\d+)", oom, re.M)
+        r.oom_killed = bool(m and int(m.group(1)) > 0)
+        try:
+            r.peak_memory_mb = int(read(mem / "memory.max_usage_in_bytes", "0")) / 2**20
+        except ValueError:
+            pass
+        m = re.search(r"^max (\d+)", read(pids / "pids.events"), re.M)
+        r.pids_limit_hit = bool(m and int(m.group(1)) > 0)
+        try:
+            r.cpu_seconds = int(read(cpu / "cpuacct.usage", "0")) / 1e9
+        except ValueError:
+            pass
+        rc = self._exit_status_before_kill
+        r.kernel_exit_status = rc
+        lim = self.sandbox.limits
+        if rc is not None:
+            if rc == 128 + signal.SIGXCPU:
+                r.cpu_limit_hit = True
+            elif rc == 128 + signal.SIGKILL and not r.oom_killed and r.cpu_seconds >= lim.cpu_seconds:
+                r.cpu_limit_hit = True
+            if rc == 128 + signal.SIGXFSZ:
+                r.file_size_limit_hit = True
+        try:
+            with open(self._dir / "kernel.log", "rb") as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(0, f.tell() - 4096))
+                r.kernel_log_tail = f.read().decode(errors="replace")
+        except OSError:
+            pass
+
+    def _inspect_workdir(self) -> None:
+        """After every process is gone: how much the run left in its working folder, whether the folder
+        was full (bytes or inodes), whether a file reached the size cap. Nothing needs scrubbing: the
+        folder is a tmpfs that is unmounted next, and whatever the sandbox planted there (symbolic links,
+        FIFOs, set-uid files, 10,000 files) is gone with it."""
+        r = self.report
+        try:
+            fs = os.statvfs(self.workdir)
+            r.workdir_full = fs.f_bfree * fs.f_frsize < (64 << 10) or fs.f_ffree == 0
+        except OSError:
+            pass
+        cap = self.sandbox.limits.file_size_mb << 20
+        total = 0
+        for _, st in _walk(self.workdir):
+            if stat.S_ISREG(st.st_mode):
+                total += st.st_size
+                if st.st_size >= cap:
+                    r.file_size_limit_hit = True
+            r.workdir_files += 1
+        r.workdir_mb = total / 2**20
+
+    def _cleanup_dirs(self) -> None:
+        for d in self._cgroups:
+            if d.is_dir():
+                kill_group([d], deadline_s=5.0)
+                rmdir_retry(d)
+        if self._mounted:
+            unmount_workspace(self.workdir)
+            self._mounted = False
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+
+def _walk(root: Path):
+    """(path, lstat) of everything under root, depth first, never following symlinks. Each folder is
+    listed completely before its entries are yielded, so the caller may unlink them."""
+    stack = [root]
+    while stack:
+        d = stack.pop()
+        try:
+            with os.scandir(d) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        for e in entries:
+            try:
+                st = e.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            yield Path(e.path), st
+            if stat.S_ISDIR(st.st_mode):
+                stack.append(Path(e.path))
+

@@ -1,0 +1,106 @@
+"""One class graded as N shards (on N machines, or N Slurm or Kubernetes tasks), then one report.
+
+    shard = Shard.parse("1/3")                 # shard 1 of 3 (0-based: 0/3, 1/3, 2/3)
+    shard.takes(student)                       # a stable hash of the student id decides, the same on every run
+    write_manifest(folder, shard, subs, ...)   # what the shard did: every row of the class, its own rows graded
+    subs, missing = read_manifests(out)        # every shard's rows; the shards that never finished
+
+A shard grades every assignment of its students, records into the shared gradebook (PostgreSQL) and
+writes its per-notebook outputs under OUT/shards/K/. The report (pipeline.report) reads the manifests and
+the gradebook: a shard that never ran, or never finished, is named and its students' rows say so.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from grader.submissions import Submission
+
+MANIFEST = "manifest.json"
+
+
+@dataclass(frozen=True)
+class Shard:
+    index: int
+    count: int
+
+    @classmethod
+    def parse(cls, text: str) -> "Shard":
+        try:
+            index, count = (int(part) for part in text.split("/"))
+        except ValueError:
+            raise ValueError(f"SHARD must look like K/N (0 <= K < N), got {text!r}") from None
+        if not 0 <= index < count:
+            raise ValueError(f"SHARD must look like K/N with 0 <= K < N, got {text!r}")
+        return cls(index, count)
+
+    def takes(self, student: str) -> bool:
+        return shard_of(student, self.count) == self.index
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+def shard_of(student: str, count: int) -> int:
+    """The shard a student belongs to: a hash of the id (not Python's hash(), which changes per process)."""
+    digest = hashlib.sha256(student.encode("utf-8", "surrogatepass")).digest()
+    return int.from_bytes(digest[:8], "big") % count
+
+
+def shard_folder(out: Path, shard: Shard) -> Path:
+    return out / "shards" / str(shard.index)
+
+
+def _row(sub: Submission) -> dict:
+    row = asdict(sub)
+    row["path"] = None if sub.path is None else str(sub.path)
+    row.pop("identity", None)
+    row.pop("passed", None)
+    return row
+
+
+def write_manifest(folder: Path, shard: Shard, subs: list[Submission], sandbox: bool) -> None:
+    """Every row of the class (so the report knows whom a missing shard would have graded), this shard's
+    own rows as graded. Written last, atomically: a shard that died has no manifest."""
+    data = {"shard": shard.index, "count": shard.count, "sandbox": sandbox,
+            "rows": [dict(_row(s), shard=shard_of(s.student, shard.count), mine=shard.takes(s.student))
+                     for s in subs]}
+    tmp = folder / f".{MANIFEST}.{os.getpid()}"
+    tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+    os.replace(tmp, folder / MANIFEST)
+
+
+def read_manifests(out: Path) -> tuple[list[Submission], list[int], bool]:
+    """The class's rows (each from the shard that graded it), the shards that left no manifest, and
+    whether every shard ran sandboxed. ValueError if no shard left a manifest."""
+    manifests = []
+    for path in sorted((out / "shards").glob(f"*/{MANIFEST}")):
+        manifests.append(json.loads(path.read_text(encoding="utf-8")))
+    if not manifests:
+        raise ValueError(f"no shard finished: no {out}/shards/*/{MANIFEST}")
+    count = manifests[0]["count"]
+    if any(m["count"] != count for m in manifests):
+        raise ValueError("the shards were run with different N: " + ", ".join(str(m["count"]) for m in manifests))
+    done = {m["shard"] for m in manifests}
+    missing = sorted(set(range(count)) - done)
+    rows: dict[tuple[str, str], Submission] = {}
+    for m in manifests:
+        for row in m["rows"]:
+            key = (row["student"], row["assignment"])
+            if row["mine"]:
+                rows[key] = _submission(row)
+            elif row["shard"] in missing and key not in rows:
+                sub = _submission(row)
+                sub.path, sub.status = None, "error"
+                sub.notes = [f"第 {row['shard']}/{count} 片没有运行或没有跑完：这份作业没有评分"]
+                rows[key] = sub
+    return sorted(rows.values(), key=lambda s: (s.student, s.assignment)), missing, all(m["sandbox"] for m in manifests)
+
+
+def _submission(row: dict) -> Submission:
+    fields = {k: v for k, v in row.items() if k in Submission.__dataclass_fields__}
+    fields["path"] = None if row.get("path") is None else Path(row["path"])
+    return Submission(**fields)
