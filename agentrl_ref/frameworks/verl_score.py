@@ -1,4 +1,5 @@
-"""A verl `compute_score` from the course's composite reward (contract: verl 0.9; read in verl's reward managers).
+"""A verl `compute_score` from the course's composite reward (contract: verl 0.9, ANCHORS §7; the call and the loading
+read in verl's source, main branch of January 2026: workers/reward_manager/naive.py, trainer/ppo/reward.py).
 
 verl decodes each response with skip_special_tokens=True and calls
 
