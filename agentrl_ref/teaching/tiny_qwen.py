@@ -189,3 +189,19 @@ def sft_warmup(model, tokenizer, problems: list[Problem], steps: int = 150, batc
             losses.append(loss.item())
     model.eval()
     return SFTStats(steps, batch_size, losses[0], losses[-1], int(mask.sum()))
+
+
+def sample(model, tokenizer, problems: list[Problem], max_new_tokens: int = 24, seed: int = 0) -> list[str]:
+    """One completion per problem, sampled at temperature 1 and decoded as TRL decodes (skip_special_tokens)."""
+    import torch
+
+    from agentrl_ref.agent.threads import torch_threads
+
+    batch = tokenizer.apply_chat_template([p.prompt for p in problems], add_generation_prompt=True, padding=True,
+                                          return_tensors="pt", return_dict=True)
+    torch.manual_seed(seed)
+    with torch_threads(), torch.no_grad():
+        out = model.generate(**batch, do_sample=True, temperature=1.0, top_k=0, top_p=1.0,
+                             max_new_tokens=max_new_tokens, eos_token_id=tokenizer.eos_token_id,
+                             pad_token_id=tokenizer.pad_token_id)
+    return tokenizer.batch_decode(out[:, batch["input_ids"].shape[1]:], skip_special_tokens=True)
