@@ -9,6 +9,7 @@ Sub-packages:
     teaching/  what the pages show: plots, tables, simulations, widgets, the seed page's
                reproductions, the answer-forms data and the cloze practice
     agent/     the capstone (exercise 7): a tiny tool-using policy trained with the six parts
+    frameworks/  the parts as TRL reward functions and a verl compute_score (no framework imported)
 
 `from agentrl_ref import name` loads only the module that defines `name`, so a reward worker that
 needs `format_reward` does not pay for importing torch, and a component never imports matplotlib
@@ -29,6 +30,10 @@ _EXPORTS = {
                      "assign_reward_last_token", "assign_reward_last_token_batched",
                      "assign_reward_uniform", "assign_reward_uniform_batched",
                      "broadcast_to_tokens", "group_normalize", "reward_to_go"],
+    # the parts in real trainers (TRL 1.16 reward functions, verl's compute_score)
+    "frameworks.trl_rewards": ["make_trl_composite_reward", "trl_accuracy_reward", "trl_composite_reward",
+                               "trl_format_reward"],
+    "frameworks.verl_score": ["make_verl_compute_score"],
     # teaching machinery
     "teaching.answer_forms": ["ANSWER_FORMS", "AnswerForm", "compare_verifiers"],
     "teaching.verifier_table": ["forms_table", "plot_verifiers", "run_comparison", "seed_answer_table",

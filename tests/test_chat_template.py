@@ -163,6 +163,23 @@ def test_straddling_token_is_an_error():
         tokenize_chat([{"role": "assistant", "content": "\n\nx"}], tokenizer)
 
 
+@pytest.mark.parametrize("vocab_size", range(259, 275))
+def test_tokens_sharing_a_character(vocab_size):
+    # byte-level merges inside "算一下结果是" (3 bytes per character): with some vocabulary sizes one token ends
+    # in the first bytes of a character and the next token holds the rest, so their character offsets overlap
+    # ((1, 3) then (2, 4)); the tokens still tile the text's bytes and belong to one part
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.train_from_iterator(["算一下结果是"] * 5, trainers.BpeTrainer(
+        vocab_size=vocab_size, special_tokens=[IM_START, IM_END], show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    chat = tokenize_chat([{"role": "user", "content": "算一下结果是"}], tokenizer)
+    assert b"".join(chat.token_bytes) == chat.text.encode("utf-8")
+    assert [p for p, part in zip(chat.pieces, chat.parts) if part == "content"]
+
+
 # the course tokenizer never learnt a merge across a newline, so no token of any content straddles two parts
 message_text = st.text(alphabet=st.sampled_from(list("abc xyz0123.,?!*={}\"<>/_\t\né中") + ["\U0001F600"]), max_size=30)
 

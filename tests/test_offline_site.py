@@ -23,7 +23,7 @@ TOC_PAGES = [TOC["root"]] + [ch["file"] for part in TOC["parts"] for ch in part[
 PAGES = [f"{page}.html" for page in TOC_PAGES] + ["index.html", "genindex.html", "search.html"]
 WIDTHS = {"desktop": (1280, 900), "phone": (390, 844)}
 SCREENSHOT_PAGES = {"intro": "book/intro.html", "exercise": "book/ex1_format_reward.html", "cloze": "book/cloze.html",
-                    "capstone": "book/ex7_agent_grpo.html"}
+                    "capstone": "book/ex7_agent_grpo.html", "frameworks": "book/frameworks.html"}
 PROJECTS = ["huggingface/open-r1", "hkust-nlp/simpleRL-reason", "THUDM/slime", "volcengine/verl", "OpenRLHF/OpenRLHF"]
 PAPERS = ["2402.03300", "2501.12948", "2503.14476", "2502.03373"]  # DeepSeekMath, DeepSeek-R1, DAPO, Yeo et al.
 
@@ -170,6 +170,16 @@ def test_exercise_page_offers_download_and_launch(name, site_url, browser, built
     hub = [h for h in hrefs if h.startswith(launch["jupyterhub_url"].rstrip("/") + "/")]
     assert all("/hub/user-redirect/git-pull?" in h and "repo=" in h for h in hub), hub  # nbgitpuller
     page.close()
+
+
+def test_notebook_page_without_exercise_has_no_launch_buttons(built_site):
+    """book/frameworks.md runs TRL: no hosted service in _config.yml could run it as it is (Colab opens no .md,
+    Binder's environment has no TRL), so it offers downloads only."""
+    text = (built_site / "book" / "frameworks.html").read_text(encoding="utf-8")
+    launch = CONFIG["launch_buttons"]
+    for url in (launch["binderhub_url"], launch["colab_url"], launch["jupyterhub_url"]):
+        assert url not in text, url
+    assert (built_site / "_sources" / "book" / "frameworks.ipynb").is_file()  # the executed page, downloadable
 
 
 def test_socratic_page_gathers_every_question(site_url, browser, built_site):

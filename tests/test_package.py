@@ -35,7 +35,7 @@ from course import ASSIGNMENTS, KEEP_OUTPUTS, ROOT, filled, reference_fills
 
 COMPONENTS = {"format_reward.py", "verifiable_reward.py", "loss_mask.py", "rollout_buffer.py",
               "composite_reward.py", "token_credit.py"}
-SUBPACKAGES = {"checks", "teaching", "agent"}
+SUBPACKAGES = {"checks", "teaching", "agent", "frameworks"}
 # what a hosted notebook (Colab) has; math-verify stands in for the one [course] dependency it lacks,
 # which pip would fetch from PyPI there
 CHECK_CALL = re.compile(r"^\s*(await )?check\(", re.M)

@@ -205,8 +205,9 @@ def tokenize_chat(messages: Sequence[dict], tokenizer=None) -> TokenizedChat:
     k = 0
     previous = (0, 0)
     for token, (start, end) in zip(encoding.tokens, encoding.offsets):
-        # consecutive tokens either follow each other or share one multi-byte character
-        if start not in (previous[1], previous[0]) or end < start:
+        # consecutive tokens either follow each other or share one multi-byte character, the last one of
+        # the previous token (a merge may join a whole character to the first bytes of the next one)
+        if start not in (previous[1], max(previous[1] - 1, previous[0])) or end < start:
             raise ValueError(f"token {token!r} at characters {start}:{end} does not follow {previous}")
         previous = (start, end)
         while k < len(segments) and segments[k].end <= start:

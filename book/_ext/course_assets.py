@@ -13,7 +13,8 @@ It also makes the site work from its own folder with no network and wires the co
 - the `cloze` directive and its script (cloze_directive.py, static/course/);
 - exercise pages: the launch buttons (Binder, JupyterHub, Colab; URLs in _config.yml) open the
   student notebook notebooks/<a>.ipynb, and the download menu offers it next to the page's .ipynb,
-  and all student notebooks in one zip (dist/agentrl-notebooks.zip);
+  and all student notebooks in one zip (dist/agentrl-notebooks.zip); other notebook pages
+  (book/frameworks.md) have no launch buttons;
 - dist/agentrl_ref-<version>-py3-none-any.whl: the course package, which the setup cell of every
   student notebook installs from the site (html.baseurl in _config.yml) where it is missing;
 - accessibility (checked with axe-core by tests/test_accessibility.py): three theme components
@@ -95,6 +96,11 @@ def student_notebook_buttons(app, pagename, templatename, context, doctree) -> N
     """Exercise pages: launch buttons open notebooks/<a>.ipynb; the download menu offers it too."""
     name = _exercise(app, pagename)
     if name is None:
+        # A notebook page that is no exercise (book/frameworks.md) has no student notebook, and the hosted
+        # services cannot run it as it is (Colab opens no .md, Binder's environment has no TRL): no launch.
+        if "header_buttons" in context:
+            context["header_buttons"] = [group for group in context["header_buttons"]
+                                         if group.get("label") != "launch-buttons"]
         return
     page_nb, student_nb = f"{pagename}.ipynb", f"{STUDENT_DIR}/{name}.ipynb"
     for group in context.get("header_buttons", []):
