@@ -32,6 +32,7 @@ from traitlets import Integer
 
 import agentrl_ref
 from agentrl_ref.checks.probes import GRADING_ENV
+from grader.sandbox import Sandbox, SandboxLimits
 
 PACKAGE = Path(agentrl_ref.__file__).resolve().parent
 # The grading kernel's environment: probes write records; one thread per math library, since two kernels
@@ -176,9 +177,10 @@ class GuardedExecute(Execute):
 @dataclass
 class RunResult:
     nb: nbformat.NotebookNode
-    status: str = "ok"                  # ok | timeout | killed
+    status: str = "ok"                  # ok | timeout | killed | error
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    cpu_seconds: float = 0.0            # every process of the kernel's sandbox (cgroup cpuacct)
 
 
 class Runner:
@@ -191,9 +193,9 @@ class Runner:
         self.notebook_timeout = notebook_timeout
         self.sandbox = None
         if sandbox:
-            from grader.sandbox import Sandbox, SandboxLimits
-
             self.sandbox = Sandbox(self.package_root, limits or SandboxLimits(), extra_env=GRADING_KERNEL_ENV)
+        self.cpu_seconds = 0.0   # of every sandbox this runner ran (the benchmark's core-seconds)
+        self._count = threading.Lock()
 
     def _executor(self) -> GuardedExecute:
         return GuardedExecute(timeout=self.cell_timeout, interrupt_on_timeout=True, kernel_name="python3",
@@ -211,6 +213,9 @@ class Runner:
             if self.sandbox is not None:
                 with self.sandbox.session(workdir, wall_seconds=self.notebook_timeout) as session:
                     self._execute(executor, nb, resources, session.kernel_manager(), result)
+                result.cpu_seconds = session.report.cpu_seconds
+                with self._count:
+                    self.cpu_seconds += result.cpu_seconds
                 cause = session.report.cause_zh()
                 if session.report.wall_limit_hit:
                     result.status = "timeout"

@@ -192,8 +192,9 @@ def grade(submissions: Path, out: Path, cell_timeout: int = 60, notebook_timeout
     """Grade the folder's hand-ins into out (see the module docstring); return every row of the class
     (with shard: every row, this shard's graded). timings, if given, gets seconds per step (summed over
     notebooks), and of the phases: setup, grading (wall), report, total."""
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     timings = {} if timings is None else timings
+    timings["started"] = time.time()
     if sandbox:
         _check_sandbox()
     if shard is not None and not (db_url or "").startswith("postgresql"):
@@ -227,7 +228,8 @@ def grade(submissions: Path, out: Path, cell_timeout: int = 60, notebook_timeout
         needed = sorted({s.assignment for s in todo})
         runners = {name: runner_for(name, run.grading, cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
                                     sandbox=sandbox, limits=limits) for name in needed}
-        references = {pool.submit(expected_for, name, course / "source", runners[name], run.grading): name
+        shared = None if shard is None else out / "references"   # every shard of the class reads one copy
+        references = {pool.submit(expected_for, name, course / "source", runners[name], run.grading, shared): name
                       for name in needed}
         for future in as_completed(references):
             name = references[future]
@@ -249,15 +251,18 @@ def grade(submissions: Path, out: Path, cell_timeout: int = 60, notebook_timeout
 
         sweep_stale_cgroups()
     timings["grading"] = time.perf_counter() - began
+    timings["kernel_cpu"] = sum(r.cpu_seconds for r in runners.values())   # every sandbox, references included
+    timings["grader_cpu"] = time.process_time() - cpu_started               # this process, every thread
     began = time.perf_counter()
     if shard is None:
         _finish(out, subs, db_url, sandbox)
     else:
-        write_manifest(base, shard, subs, sandbox)
+        timings["finished"] = time.time()
+        write_manifest(base, shard, subs, sandbox, timings)
     timings["report"] = time.perf_counter() - began
     timings["total"] = time.perf_counter() - started
     graded = sum(s.status not in ("missing", "invalid", "conflict") for s in mine)
-    steps = ", ".join(f"{k} {v:.1f} s" for k, v in timings.items() if k != "total")
+    steps = ", ".join(f"{k} {v:.1f} s" for k, v in timings.items() if k not in ("total", "started", "finished"))
     print(f"graded {graded} notebooks of {len(mine)} in {timings['total']:.1f} s ({steps}; {jobs} at a time, "
           f"sandbox {'on' if sandbox else 'OFF'}); results in {base}", file=sys.stderr)
     return subs

@@ -62,10 +62,11 @@ def _row(sub: Submission) -> dict:
     return row
 
 
-def write_manifest(folder: Path, shard: Shard, subs: list[Submission], sandbox: bool) -> None:
+def write_manifest(folder: Path, shard: Shard, subs: list[Submission], sandbox: bool, timings: dict) -> None:
     """Every row of the class (so the report knows whom a missing shard would have graded), this shard's
-    own rows as graded. Written last, atomically: a shard that died has no manifest."""
-    data = {"shard": shard.index, "count": shard.count, "sandbox": sandbox,
+    own rows as graded, and its timings (wall and CPU seconds; when it ran). Written last, atomically: a
+    shard that died has no manifest."""
+    data = {"shard": shard.index, "count": shard.count, "sandbox": sandbox, "timings": timings,
             "rows": [dict(_row(s), shard=shard_of(s.student, shard.count), mine=shard.takes(s.student))
                      for s in subs]}
     tmp = folder / f".{MANIFEST}.{os.getpid()}"
