@@ -1,79 +1,162 @@
-"""make bench-grading: a simulated class graded end to end, with and without the sandbox, side by side.
+"""make bench-grading: one simulated class graded every way side by side, in one run, on this machine.
 
-    python bench/grading.py [--students 30] [--jobs 2] [--postgres]
+    PYTHONPATH=tests python bench/grading.py [--students 30] [--jobs 2] [--base REV ...] [--shards 3]
 
 The class: every student hands in every assignment, each notebook one of the reference answer, the
-untouched release or a realistic wrong answer (tests/class_builder.py). It is graded twice in one run,
-the same way (`make grade`: SQLite gradebook, --jobs notebooks executing at a time, feedback and report
-included): once sandboxed (the default) and once with --unsafe-no-sandbox. The difference per notebook is
-the sandbox's own cost. Both must give the same grades.csv. With --postgres, a third run records into a
-private PostgreSQL gradebook instead.
+untouched release or a realistic wrong answer (tests/class_builder.py). It is graded:
+
+- by this commit, sandboxed (`make grade`: SQLite, --jobs notebooks at a time, feedback and report);
+- by each --base commit, from a git worktree of it, the same way (the cost of a change, measured side by
+  side: same class, same machine, same minutes);
+- by this commit with --unsafe-no-sandbox (the sandbox's own cost);
+- by this commit as --shards shards on a real single-node Slurm cluster (tests/slurm_cluster.py), into a
+  private PostgreSQL gradebook, then the report job: the price of splitting, in CPU seconds.
+
+Every way must give the same grades.csv. CPU seconds are the grader's own (all its threads) plus every
+sandbox's (cgroup cpuacct), so `core-seconds per notebook` is what sizes a cluster.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
 import io
+import json
+import math
 import os
+import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "grader"), str(ROOT / "tests")]
+from class_builder import write_class
+from course import ASSIGNMENTS
 
-from class_builder import write_class  # noqa: E402
-from course import ASSIGNMENTS  # noqa: E402
-from grader.pipeline import grade  # noqa: E402
+from grader.course import ROOT
+from grader.pipeline import grade
+from grader.postgres import local_postgres
 
-TARGET_TOTAL_S = 300
-TARGET_OVERHEAD_S = 0.2
+TARGET_TOTAL_S = 300          # 30 x 7 sandboxed, end to end
+TARGET_BASE_RATIO = 1.05      # a change may cost at most 5% against its base
+TARGET_SHARD_CPU_RATIO = 1.15  # N shards over Slurm: at most 15% more CPU seconds than one run
 
 
-def _run(label: str, root: Path, out: Path, **kwargs) -> tuple[str, dict]:
+def _this(label: str, root: Path, out: Path, **kwargs) -> dict:
     timings: dict = {}
-    with contextlib.redirect_stdout(io.StringIO()):  # the report (and nbgrader's prints) of every run
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         grade(root, out, timings=timings, **kwargs)
-    print(f"  {label}: {timings['total']:.0f} s", file=sys.stderr)
-    return label, timings
+    timings["cpu"] = timings["grader_cpu"] + timings["kernel_cpu"]
+    print(f"  {label}: {timings['total']:.0f} s, {timings['cpu']:.0f} CPU-s", file=sys.stderr)
+    # without the sandbox there is no cgroup to count the kernels' CPU: only the grader's is known
+    return {"label": label, "wall": timings["total"], "cpu": timings["cpu"], "grades": out / "grades.csv",
+            "cpu_partial": not kwargs.get("sandbox", True)}
+
+
+def _base(rev: str, root: Path, out: Path, jobs: int, tmp: Path) -> dict:
+    """The same class graded by another commit's grader (a git worktree of it, this venv)."""
+    tree = tmp / f"base-{rev}"
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), rev], check=True,
+                   capture_output=True)
+    try:
+        if (tree / "grader" / "grade.py").is_file():          # before grader was a package
+            command = [sys.executable, str(tree / "grader" / "grade.py"), str(root), "--out", str(out)]
+        else:
+            command = [sys.executable, "-m", "grader", "grade", str(root), "--out", str(out)]
+        env = {**os.environ, "PYTHONPATH": str(tree)}        # its grader package first, if it has one
+        started = time.perf_counter()
+        before = os.times()
+        subprocess.run(command + ["--jobs", str(jobs)], cwd=tree, env=env, check=True, capture_output=True)
+        after = os.times()
+        wall = time.perf_counter() - started
+    finally:
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], capture_output=True)
+    cpu = after.children_user + after.children_system - before.children_user - before.children_system
+    print(f"  {rev}: {wall:.0f} s", file=sys.stderr)
+    return {"label": f"commit {rev}", "wall": wall, "cpu": cpu, "grades": out / "grades.csv", "cpu_partial": True}
+
+
+def _slurm(shards: int, root: Path, out: Path, tmp: Path) -> dict:
+    from slurm_cluster import available, local_slurm, wait_for_jobs
+
+    if available():
+        print(f"  no Slurm shards: {available()}", file=sys.stderr)
+        return {}
+    with local_postgres() as db_url, local_slurm(cpus=os.cpu_count() or 2) as slurm:
+        url_file = tmp / "db-url"
+        url_file.write_text(db_url)
+        url_file.chmod(0o600)
+        env = {**slurm, "AGENTRL_COURSE": str(ROOT), "SUBMISSIONS": str(root), "OUT": str(out),
+               "AGENTRL_DB_URL_FILE": str(url_file)}
+        started = time.perf_counter()
+        ids = subprocess.run([str(ROOT / "grader/cluster/slurm/submit.sh"), str(shards), "--cpus-per-task=1",
+                              f"--chdir={tmp}"], env=env, capture_output=True, text=True, check=True).stdout
+        wait_for_jobs(slurm, seconds=3600)
+        wall = time.perf_counter() - started
+    cpu = 0.0
+    for manifest in (out / "shards").glob("*/manifest.json"):
+        timings = json.loads(manifest.read_text(encoding="utf-8"))["timings"]
+        cpu += timings["grader_cpu"] + timings["kernel_cpu"]
+    print(f"  {shards} Slurm shards (jobs {ids.split()}): {wall:.0f} s, {cpu:.0f} CPU-s", file=sys.stderr)
+    return {"label": f"{shards} shards on Slurm (1 core each) + report", "wall": wall, "cpu": cpu,
+            "grades": out / "grades.csv", "cpu_note": "shards only"}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=30)
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
-    parser.add_argument("--postgres", action="store_true", help="also record into a private PostgreSQL gradebook")
+    parser.add_argument("--base", action="append", default=[], help="a commit to compare with (repeatable)")
+    parser.add_argument("--shards", type=int, default=3)
+    parser.add_argument("--no-unsandboxed", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        write_class(tmp / "class", args.students)
+        tmp.chmod(0o755)
+        root = tmp / "class"
+        write_class(root, args.students)
         notebooks = args.students * len(ASSIGNMENTS)
-        print(f"grading {notebooks} notebooks, three ways ...", file=sys.stderr)
-        runs = [_run("sandboxed (default)", tmp / "class", tmp / "sandboxed", jobs=args.jobs),
-                _run("--unsafe-no-sandbox", tmp / "class", tmp / "unsandboxed", jobs=args.jobs, sandbox=False)]
-        if args.postgres:
-            from grader.postgres import local_postgres
-
-            with local_postgres() as db_url:
-                runs.append(_run("sandboxed, PostgreSQL gradebook", tmp / "class", tmp / "postgres", jobs=args.jobs,
-                                 db_url=db_url))
-        grades = [(tmp / name / "grades.csv").read_text(encoding="utf-8")
-                  for name in ("sandboxed", "unsandboxed", "postgres")[: len(runs)]]
-    same = all(g == grades[0] for g in grades)
-    steps = ["prepare", "execute", "record", "feedback", "report", "total"]  # record and feedback overlap execute
-    print(f"\n## Grading {args.students} students x {len(ASSIGNMENTS)} assignments = {notebooks} notebooks "
-          f"({os.cpu_count()} cores, {args.jobs} notebooks executing at a time, SQLite gradebook unless said)\n")
-    print("| run | " + " | ".join(steps) + " | notebooks / min |")
-    print("|---|" + "---:|" * (len(steps) + 1))
-    for label, t in runs:
-        print(f"| {label} | " + " | ".join(f"{t[s]:.0f} s" for s in steps) + f" | {60 * notebooks / t['total']:.1f} |")
-    sandboxed, unsandboxed = runs[0][1], runs[1][1]
-    overhead = (sandboxed["execute"] - unsandboxed["execute"]) / notebooks * args.jobs
-    print(f"\n- end to end, sandboxed: {sandboxed['total']:.0f} s (target <= {TARGET_TOTAL_S} s): "
-          f"{'met' if sandboxed['total'] <= TARGET_TOTAL_S else 'NOT met'}")
-    print(f"- the sandbox's own cost per notebook (execution time difference x jobs / notebooks): {overhead:+.3f} s "
-          f"(target <= {TARGET_OVERHEAD_S} s): {'met' if overhead <= TARGET_OVERHEAD_S else 'NOT met'}")
-    print(f"- the same grades.csv every way: {same}")
+        print(f"grading {notebooks} notebooks, every way ...", file=sys.stderr)
+        load = os.getloadavg()
+        runs = [_this("this commit, sandboxed", root, tmp / "this", jobs=args.jobs)]
+        runs += [_base(rev, root, tmp / f"out-{rev}", args.jobs, tmp) for rev in args.base]
+        if not args.no_unsandboxed:
+            runs.append(_this("this commit, --unsafe-no-sandbox", root, tmp / "unsafe", jobs=args.jobs, sandbox=False))
+        if args.shards:
+            runs += [r for r in [_slurm(args.shards, root, tmp / "sharded", tmp)] if r]
+        grades = {r["label"]: r["grades"].read_bytes() for r in runs}
+        this = runs[0]
+        print(f"\n### `make bench-grading`: {args.students} students x {len(ASSIGNMENTS)} assignments = {notebooks} "
+              f"notebooks ({os.cpu_count()} cores, {args.jobs} notebooks at a time; load average before "
+              f"{load[0]:.2f}/{load[1]:.2f}/{load[2]:.2f})\n")
+        print("| run | wall | wall / this commit | CPU seconds | CPU / this commit | notebooks / min | grades.csv |")
+        print("|---|---:|---:|---:|---:|---:|---|")
+        for r in runs:
+            cpu = "—" if r.get("cpu_partial") else f"{r['cpu']:.0f}"
+            ratio = "—" if r.get("cpu_partial") else f"{r['cpu'] / this['cpu']:.3f}"
+            same = "same" if grades[r["label"]] == grades[this["label"]] else "DIFFERENT"
+            print(f"| {r['label']} | {r['wall']:.0f} s | {r['wall'] / this['wall']:.3f} | {cpu} | {ratio} "
+                  f"| {60 * notebooks / r['wall']:.1f} | {same} |")
+        per_notebook = this["cpu"] / notebooks
+        capacity = this["wall"] * (os.cpu_count() or 1) / notebooks
+        print(f"\n- CPU seconds per notebook (this commit, sandboxed; the grader's and every sandbox's): "
+              f"{per_notebook:.2f}; core-seconds of capacity per notebook (wall x cores / notebooks, what a "
+              f"cluster must provide: kernels also wait, start and stop): {capacity:.2f}")
+        print(f"- end to end, sandboxed: {this['wall']:.0f} s (target <= {TARGET_TOTAL_S} s): "
+              f"{'met' if this['wall'] <= TARGET_TOTAL_S else 'NOT met'}")
+        for r in runs[1:1 + len(args.base)]:
+            ratio = this["wall"] / r["wall"]
+            print(f"- this commit / {r['label']}, wall: {ratio:.3f} (target <= {TARGET_BASE_RATIO}): "
+                  f"{'met' if ratio <= TARGET_BASE_RATIO else 'NOT met'}")
+        shard = next((r for r in runs if "shards" in r["label"]), None)
+        if shard:
+            ratio = shard["cpu"] / this["cpu"]
+            print(f"- {shard['label']}, CPU seconds / one run: {ratio:.3f} (target <= {TARGET_SHARD_CPU_RATIO}): "
+                  f"{'met' if ratio <= TARGET_SHARD_CPU_RATIO else 'NOT met'}")
+        hours = 10_000 * len(ASSIGNMENTS) * capacity / 3600
+        print(f"- a class of 10,000 students x {len(ASSIGNMENTS)} notebooks at that capacity: {hours:.0f} core-hours; "
+              f"for a one-hour turnaround, {hours:.0f} cores: {math.ceil(hours / 32)} nodes of 32 cores "
+              f"(--jobs 32), or {math.ceil(hours / 2)} of 2")
+        print(f"- the same grades.csv every way: {len(set(grades.values())) == 1}")
 
 
 if __name__ == "__main__":

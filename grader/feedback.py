@@ -10,6 +10,7 @@ notebook nbconvert cannot render loses its own page and nothing else.
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import nbformat
@@ -32,11 +33,21 @@ def feedback_config() -> Config:
     return config
 
 
+_per_thread = threading.local()
+
+
+def _exporter() -> HTMLExporter:
+    """One exporter per thread (its templates compiled once; its preprocessors keep per-call state)."""
+    if not hasattr(_per_thread, "exporter"):
+        exporter = HTMLExporter(config=feedback_config())
+        for preprocessor in FEEDBACK:
+            exporter.register_preprocessor(preprocessor, enabled=True)
+        _per_thread.exporter = exporter
+    return _per_thread.exporter
+
+
 def write_feedback(nb: nbformat.NotebookNode, resources: dict, dest: Path) -> None:
-    exporter = HTMLExporter(config=feedback_config())
-    for preprocessor in FEEDBACK:
-        exporter.register_preprocessor(preprocessor, enabled=True)
-    body, _ = exporter.from_notebook_node(nbformat.from_dict(nb), resources=resources)
+    body, _ = _exporter().from_notebook_node(nbformat.from_dict(nb), resources=resources)
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(dest.name + f".{os.getpid()}.tmp")
     tmp.write_text(body, encoding="utf-8")

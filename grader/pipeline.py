@@ -1,6 +1,6 @@
 """make grade: a whole class, read top to bottom. `python -m grader grade SUBMISSIONS …`
 
-For every hand-in, in a thread of its own (--jobs at a time):
+For every hand-in (--jobs at a time; the two writing steps in one more thread, while the next notebooks run):
 
     intake    submissions.py  only the student's own regular file, read and parsed   -> invalid
     prepare   RebuildOnRelease, ClearOutput, SkipDemoCells   rebuilt on the release
@@ -22,6 +22,7 @@ reports from every shard (shards.py).
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -44,6 +45,7 @@ from grader.preprocessors import SANITIZE, CapOutputs, SandboxedExecute, SaveVer
 from grader.prepare import read_notebook, suspicious
 from grader.progress import Progress
 from grader.reference import expected_for
+from grader.sandbox import SandboxUnavailable, check_available, sweep_stale_cgroups
 from grader.report import write_reports
 from grader.shards import Shard, read_manifests, shard_folder, write_manifest
 from grader.submissions import Submission, SubmissionRejected, collect, read_submission
@@ -66,6 +68,14 @@ class Run:
     def add_time(self, step: str, seconds: float) -> None:
         with self._clock:
             self.timings[step] = self.timings.get(step, 0.0) + seconds
+
+    def runner(self, assignment: str):
+        """The assignment's sandboxed (or, explicitly, unsafe) runner, with its answer-free package copy."""
+        return runner_for(assignment, self.grading, cell_timeout=self.cell_timeout,
+                          notebook_timeout=self.notebook_timeout, sandbox=self.sandbox, limits=self.limits)
+
+    def kernel_cpu(self) -> float:
+        return sum(self.runner(name).cpu_seconds for name in self.expected)
 
     def resources(self, sub: Submission) -> dict:
         """What nbgrader's converters hand their preprocessors, and the course's own part."""
@@ -118,31 +128,61 @@ STEPS = [("prepare", "整理", prepare), ("execute", "执行", execute), ("judge
          ("cap", "整理输出", cap), ("record", "记分", record), ("feedback", "生成反馈", feedback)]
 
 
-def grade_notebook(sub: Submission, run: Run) -> None:
-    """Every step for one hand-in; whatever happens ends in its row (status, notes), never in an exception."""
-    try:
-        nb = read_notebook(read_submission(sub))
-    except (SubmissionRejected, ValueError) as exc:
-        sub.status, sub.notes = "invalid", [str(exc)] + sub.notes
-        return
-    resources = run.resources(sub)
-    found = agentrl(resources)
-    for name, zh, step in STEPS:
+@dataclass
+class Job:
+    """One hand-in on its way through the steps."""
+    sub: Submission
+    nb: nbformat.NotebookNode | None = None
+    resources: dict = field(default_factory=dict)
+    stopped: bool = False      # a step failed: the later ones are not done
+
+
+def _steps(job: Job, run: Run, steps) -> None:
+    found = agentrl(job.resources)
+    for name, zh, step in steps:
+        if job.stopped:
+            return
         began = time.perf_counter()
         try:
-            nb = step(nb, resources, run)
+            job.nb = step(job.nb, job.resources, run)
         except Exception as exc:  # noqa: BLE001 - one notebook's fault stays with that notebook
-            found["status"] = "error"
+            found["status"], job.stopped = "error", True
             found["notes"].append(f"{zh}这份 notebook 时出错（{type(exc).__name__}）：后面的步骤没有做")
-            break
         finally:
             run.add_time(name, time.perf_counter() - began)
-        if name == "prepare":
-            found["notes"].extend(suspicious(nb))
+        if name == "prepare" and not job.stopped:
+            found["notes"].extend(suspicious(job.nb))
+
+
+def start(sub: Submission, run: Run) -> Job:
+    """Intake and the steps that need a sandbox slot: prepare, execute, judge, cap."""
+    job = Job(sub)
+    try:
+        job.nb = read_notebook(read_submission(sub))
+    except (SubmissionRejected, ValueError) as exc:
+        sub.status, sub.notes, job.stopped = "invalid", [str(exc)] + sub.notes, True
+        return job
+    job.resources = run.resources(sub)
+    _steps(job, run, STEPS[:4])
+    return job
+
+
+def finish(job: Job, run: Run) -> None:
+    """The writing steps (record, feedback), then everything found goes into the hand-in's row. Whatever
+    happened ends there (status, notes), never in an exception."""
+    if not job.resources:
+        return
+    _steps(job, run, STEPS[4:])
+    found, sub = agentrl(job.resources), job.sub
     sub.status = found["status"]
     sub.notes = found["notes"] + sub.notes
     sub.seconds = found.get("seconds", 0.0)
     sub.passed = {gid: v.passed for gid, v in found.get("verdicts", {}).items()}
+
+
+def grade_notebook(sub: Submission, run: Run) -> None:
+    """Every step for one hand-in, in this thread."""
+    finish(start(sub, run), run)
 
 
 def _quiet_nbgrader() -> None:
@@ -155,8 +195,6 @@ def _quiet_nbgrader() -> None:
 
 
 def _check_sandbox() -> None:
-    from grader.sandbox import SandboxUnavailable, check_available, sweep_stale_cgroups
-
     try:
         check_available()
     except SandboxUnavailable as exc:
@@ -165,25 +203,63 @@ def _check_sandbox() -> None:
     sweep_stale_cgroups()
 
 
-def _advisory_lock(db_url: str):
-    """While nbgrader writes the assignments' rows: one shard at a time (PostgreSQL), or nothing to share."""
-    import contextlib
-
+@contextlib.contextmanager
+def _one_writer_at_a_time(db_url: str):
+    """While nbgrader writes the assignments' rows: one shard at a time (a PostgreSQL advisory lock)."""
     if not db_url.startswith("postgresql"):
-        return contextlib.nullcontext()
+        yield
+        return
     from sqlalchemy import create_engine, text
 
-    @contextlib.contextmanager
-    def locked():
-        engine = create_engine(db_url)
-        with engine.connect() as conn:
-            conn.execute(text("SELECT pg_advisory_lock(7464207)"))   # 'grader' as a number: any fixed key
-            try:
-                yield
-            finally:
-                conn.execute(text("SELECT pg_advisory_unlock(7464207)"))
-        engine.dispose()
-    return locked()
+    engine = create_engine(db_url)
+    with engine.connect() as conn:
+        conn.execute(text("SELECT pg_advisory_lock(7464207)"))   # any fixed key the course's graders share
+        try:
+            yield
+        finally:
+            conn.execute(text("SELECT pg_advisory_unlock(7464207)"))
+    engine.dispose()
+
+
+def _setup(submissions: Path, out: Path, shard: Shard | None, db_url: str | None, **settings) -> tuple[Run, list]:
+    """A fresh output folder (of the shard), a scratch course in it, the class's rows, and the gradebook
+    ready for them: the assignments' rows (nbgrader), a shard's earlier rows removed."""
+    base = out if shard is None else shard_folder(out, shard)
+    if base.exists():
+        shutil.rmtree(base)
+    base.mkdir(parents=True)
+    course = copy_course(base / "course")
+    run = Run(course, base / "grading", db_url or f"sqlite:///{course / 'gradebook.db'}", **settings)
+    known = assignments(course)
+    subs = collect(submissions, known, forbidden=[folder / "source" / name / f"{name}.ipynb"
+                                                  for name in known for folder in (GRADER, course)])
+    if not subs:
+        raise SystemExit(f"no submissions found in {submissions}")
+    with _one_writer_at_a_time(run.db_url):   # every shard knows every assignment
+        generate_assignments(course, sorted({s.assignment for s in subs if s.assignment}), run.db_url)
+    if shard is not None:
+        forget(run.db_url, COURSE_ID, [(s.assignment, s.student) for s in subs
+                                       if s.assignment and shard.takes(s.student)])
+    return run, subs
+
+
+def _reference_runs(run: Run, todo: list[Submission], pool, shared: Path | None) -> list[Submission]:
+    """Every needed assignment's instructor notebook, run like a submission (in parallel); the hand-ins of
+    an assignment whose reference fails are `error`, with the reason. Return the hand-ins left to grade."""
+    runners = {name: run.runner(name) for name in sorted({s.assignment for s in todo})}
+    futures = {pool.submit(expected_for, name, run.course / "source", runner, run.grading, shared): name
+               for name, runner in runners.items()}
+    for future in as_completed(futures):
+        name = futures[future]
+        try:
+            run.expected[name] = future.result()
+        except ValueError as exc:   # the instructor notebook itself fails: grade nothing of it, say why
+            print(f"cannot grade {name}: {exc}", file=sys.stderr)
+            for sub in todo:
+                if sub.assignment == name:
+                    sub.status = "error"
+                    sub.notes.append(f"参考答案在评分环境里运行失败，这份作业没有评分：{exc}")
+    return [s for s in todo if s.assignment in run.expected]
 
 
 def grade(submissions: Path, out: Path, cell_timeout: int = 60, notebook_timeout: int = 600,
@@ -191,80 +267,48 @@ def grade(submissions: Path, out: Path, cell_timeout: int = 60, notebook_timeout
           timings: dict | None = None, shard: Shard | None = None) -> list[Submission]:
     """Grade the folder's hand-ins into out (see the module docstring); return every row of the class
     (with shard: every row, this shard's graded). timings, if given, gets seconds per step (summed over
-    notebooks), and of the phases: setup, grading (wall), report, total."""
-    started, cpu_started = time.perf_counter(), time.process_time()
+    notebooks); of the phases setup, grading, report and total; CPU seconds of this process (grader_cpu)
+    and of every sandbox (kernel_cpu); and when it started and finished."""
     timings = {} if timings is None else timings
-    timings["started"] = time.time()
-    if sandbox:
-        _check_sandbox()
+    started, cpu_started, timings["started"] = time.perf_counter(), time.process_time(), time.time()
     if shard is not None and not (db_url or "").startswith("postgresql"):
         raise SystemExit("SHARD needs a shared PostgreSQL gradebook: DB_URL=postgresql://… (or AGENTRL_DB_URL)")
+    if sandbox:
+        _check_sandbox()
     _quiet_nbgrader()
     jobs = jobs or max(1, min(2, os.cpu_count() or 1))
-    submissions, out = submissions.resolve(), out.resolve()
-    base = out if shard is None else shard_folder(out, shard)
-    if base.exists():
-        shutil.rmtree(base)
-    base.mkdir(parents=True)
-    course = copy_course(base / "course")
-    db_url = db_url or f"sqlite:///{course / 'gradebook.db'}"
-    known = assignments(course)
-    subs = collect(submissions, known, forbidden=[folder / "source" / name / f"{name}.ipynb"
-                                                  for name in known for folder in (GRADER, course)])
-    if not subs:
-        raise SystemExit(f"no submissions found in {submissions}")
+    out = out.resolve()
+    run, subs = _setup(submissions.resolve(), out, shard, db_url, cell_timeout=cell_timeout,
+                       notebook_timeout=notebook_timeout, sandbox=sandbox, limits=limits, timings=timings)
     mine = [s for s in subs if shard is None or shard.takes(s.student)]
-    names = sorted({s.assignment for s in subs if s.assignment})   # every shard knows every assignment
-    with _advisory_lock(db_url):
-        generate_assignments(course, names, db_url)
-    if shard is not None:
-        forget(db_url, COURSE_ID, [(s.assignment, s.student) for s in mine if s.assignment])
-    run = Run(course, base / "grading", db_url, cell_timeout, notebook_timeout, sandbox, limits,
-              timings=timings)
     todo = [s for s in mine if s.path is not None and s.status == "ok"]
     timings["setup"] = time.perf_counter() - started
-    began = time.perf_counter()
-    with ThreadPoolExecutor(jobs) as pool:
-        needed = sorted({s.assignment for s in todo})
-        runners = {name: runner_for(name, run.grading, cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
-                                    sandbox=sandbox, limits=limits) for name in needed}
-        shared = None if shard is None else out / "references"   # every shard of the class reads one copy
-        references = {pool.submit(expected_for, name, course / "source", runners[name], run.grading, shared): name
-                      for name in needed}
-        for future in as_completed(references):
-            name = references[future]
-            try:
-                run.expected[name] = future.result()
-            except ValueError as exc:   # the instructor notebook itself fails: grade nothing of it, say why
-                print(f"cannot grade {name}: {exc}", file=sys.stderr)
-                for sub in todo:
-                    if sub.assignment == name:
-                        sub.status = "error"
-                        sub.notes.append(f"参考答案在评分环境里运行失败，这份作业没有评分：{exc}")
-        todo = [s for s in todo if s.assignment in run.expected]
-        with Progress(len(todo), f"评分{'' if shard is None else f' 第 {shard} 片'}") as progress:
-            for future in as_completed([pool.submit(grade_notebook, s, run) for s in todo]):
+    # --jobs threads run the sandboxed steps; one more writes (gradebook, feedback) while they go on
+    with ThreadPoolExecutor(jobs) as pool, ThreadPoolExecutor(1) as writer:
+        todo = _reference_runs(run, todo, pool, shared=None if shard is None else out / "references")
+        with Progress(len(todo), "评分" if shard is None else f"评分 第 {shard} 片") as progress:
+            written = []
+            for future in as_completed([pool.submit(start, s, run) for s in todo]):
+                written.append(writer.submit(finish, future.result(), run))
+                written[-1].add_done_callback(lambda _: progress.advance())
+            for future in written:
                 future.result()
-                progress.advance()
     if sandbox:
-        from grader.sandbox import sweep_stale_cgroups
-
         sweep_stale_cgroups()
-    timings["grading"] = time.perf_counter() - began
-    timings["kernel_cpu"] = sum(r.cpu_seconds for r in runners.values())   # every sandbox, references included
-    timings["grader_cpu"] = time.process_time() - cpu_started               # this process, every thread
-    began = time.perf_counter()
+    timings["grading"] = time.perf_counter() - started - timings["setup"]
+    timings["kernel_cpu"] = run.kernel_cpu()                          # every sandbox, references included
+    timings["grader_cpu"] = time.process_time() - cpu_started         # this process, every thread
     if shard is None:
-        _finish(out, subs, db_url, sandbox)
+        _finish(out, subs, run.db_url, sandbox)
     else:
         timings["finished"] = time.time()
-        write_manifest(base, shard, subs, sandbox, timings)
-    timings["report"] = time.perf_counter() - began
+        write_manifest(shard_folder(out, shard), shard, subs, sandbox, timings)
     timings["total"] = time.perf_counter() - started
+    timings["report"] = timings["total"] - timings["setup"] - timings["grading"]
     graded = sum(s.status not in ("missing", "invalid", "conflict") for s in mine)
     steps = ", ".join(f"{k} {v:.1f} s" for k, v in timings.items() if k not in ("total", "started", "finished"))
     print(f"graded {graded} notebooks of {len(mine)} in {timings['total']:.1f} s ({steps}; {jobs} at a time, "
-          f"sandbox {'on' if sandbox else 'OFF'}); results in {base}", file=sys.stderr)
+          f"sandbox {'on' if sandbox else 'OFF'}); results in {run.course.parent}", file=sys.stderr)
     return subs
 
 

@@ -30,6 +30,10 @@ STRICT_WARNINGS = [pytest.mark.filterwarnings("error"), pytest.mark.filterwarnin
                    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")]
 
 ROOT = Path(__file__).resolve().parents[1]
+# The book's local Sphinx extensions (book/_ext) are plain modules, not a package: the site tests import
+# them (the offline assets' pinned versions, the wheel the site publishes). The only sys.path edit of the
+# suite; grader and agentrl_ref are installed packages.
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

@@ -18,15 +18,12 @@ test-artifacts/accessibility-axe.md.
 from __future__ import annotations
 
 import re
-import sys
 
 import pytest
 
-from course import ROOT
 from test_offline_site import PAGES, WIDTHS, wait_for_mathjax
 
-sys.path.insert(0, str(ROOT / "book" / "_ext"))
-import offline_assets  # noqa: E402
+import offline_assets  # book/_ext (tests/conftest.py puts it on the path)
 
 AXE_VERSION = offline_assets.TEST_PACKAGES["axe-core"][0]
 FAILING_IMPACTS = ("serious", "critical")

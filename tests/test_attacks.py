@@ -667,12 +667,13 @@ def test_report_says_the_sandbox_was_on(attacked):
 
 
 def test_no_sandbox_is_refused_unless_asked(tmp_path, monkeypatch):
-    import grader.sandbox as sandbox
+    import grader.pipeline as pipeline
+    from grader.sandbox import SandboxUnavailable
 
     def unavailable():
-        raise sandbox.SandboxUnavailable("bwrap missing (simulated)")
+        raise SandboxUnavailable("bwrap missing (simulated)")
 
-    monkeypatch.setattr(sandbox, "check_available", unavailable)
+    monkeypatch.setattr(pipeline, "check_available", unavailable)
     (tmp_path / "class" / "s" / A).mkdir(parents=True)
     (tmp_path / "class" / "s" / A / f"{A}.ipynb").write_text(nbformat.writes(_base("untouched")), encoding="utf-8")
     with pytest.raises(SystemExit) as err:

@@ -73,8 +73,7 @@ def test_public_names_resolve():
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
-    sys.path.insert(0, str(ROOT / "book" / "_ext"))
-    import course_assets
+    import course_assets  # book/_ext (tests/conftest.py puts it on the path)
 
     return course_assets.build_wheel(tmp_path_factory.mktemp("dist"))
 
