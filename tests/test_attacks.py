@@ -842,7 +842,7 @@ for _ in range(50):
     if _os.fork() == 0:
         while True:
             pass
-_end = _time.time() + 15
+_end = _time.time() + 10
 while _time.time() < _end:
     pass
 """

@@ -91,7 +91,7 @@ def graded(tmp_path_factory):
     before = _fingerprint(root)
     outs = [tmp_path_factory.mktemp(f"run{i}") / "out" for i in range(2)]
     with ThreadPoolExecutor(2) as pool:
-        runs = list(pool.map(lambda out: grade(root, out, cell_timeout=20, notebook_timeout=45), outs))
+        runs = list(pool.map(lambda out: grade(root, out, cell_timeout=10, notebook_timeout=40), outs))
     rows = {}
     with open(outs[0] / "grades.csv", encoding="utf-8", newline="") as f:
         for row in csv.DictReader(f):
