@@ -18,11 +18,9 @@ import torch
 
 from agentrl_ref import cosine_length_reward
 from agentrl_ref.agent import (
-    VOCAB, AblationResult, GRPOConfig, Problem, SFTConfig, build_reward_fn, calculator, clipped_pg_loss,
-    collate, demo_episode, episode_html, grpo, make_task, pg_stats, replay, resolve_parts, run_grpo, run_sft,
-    sample_episodes, train,
+    VOCAB, GRPOConfig, Problem, SFTConfig, build_reward_fn, calculator, clipped_pg_loss, collate, demo_episode,
+    episode_html, grpo, make_task, pg_stats, replay, resolve_parts, run_grpo, run_sft, sample_episodes, train,
 )
-from agentrl_ref.agent.ablations import Arm
 from agentrl_ref.teaching.seed_rollout_buffer import SeedRolloutBuffer as StudentBuffer  # ex4's class, no max_staleness
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -288,6 +286,14 @@ def tiny_run():
     return train(7, sft_cfg=TINY_SFT, grpo_cfg=TINY_GRPO, n_test=32)
 
 
+@pytest.fixture(scope="module")
+def tiny_ablations(tiny_run):
+    """Every arm of every ablation on two seeds, tiny (both cores, as on the page)."""
+    from agentrl_ref.agent import run_ablations
+
+    return run_ablations(tiny_run, seeds=(7, 8), base=TINY_GRPO)
+
+
 def _curves_of(result):
     """The history of a GRPO run without its timings, as text (NaN-safe: copy_rate is NaN when no episode
     called the tool, and NaN != NaN)."""
@@ -378,16 +384,16 @@ def test_last_token_credit_puts_the_advantage_on_one_token(tiny_run):
         GRPOConfig(credit="uniform")
 
 
-def test_figures_are_ascii_and_the_episode_renders(tiny_run):
+def test_figures_are_ascii_and_the_episode_renders(tiny_run, tiny_ablations):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from agentrl_ref.agent import plot_ablations, plot_schedule, plot_training_curves
-    res = tiny_run.grpo_result
-    arm = Arm("a", {}, res, tiny_run.after["sampled"], 0.0, tiny_run.before["sampled"])
-    ablation = AblationResult("staleness", "?", [arm, arm])
-    for fig in (plot_training_curves(res), plot_ablations({"staleness": ablation}), plot_schedule(ablation)):
+    from agentrl_ref.agent import ABLATIONS, plot_cliff, plot_differences, plot_schedule, plot_training_curves, plot_versions
+    comparisons = [(n, m, a, b) for n, ab in ABLATIONS.items() for m, a, b in ab.comparisons if m == "accuracy"]
+    arms = [tiny_ablations.runs["stale0", 7], tiny_ablations.runs["stale2", 7]]
+    for fig in (plot_training_curves(tiny_run.grpo_result), plot_differences(tiny_ablations, comparisons),
+                plot_versions(tiny_ablations), plot_cliff(tiny_ablations), plot_schedule(arms)):
         texts = [t.get_text() for t in fig.findobj(matplotlib.text.Text)]
         texts = [t.replace("\u2212", "-") for t in texts]  # matplotlib's minus sign (DejaVu has it)
         assert all(text.isascii() for text in texts), [t for t in texts if not t.isascii()]

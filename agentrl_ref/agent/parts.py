@@ -50,10 +50,10 @@ def resolve_parts(overrides: dict[str, Any] | Parts | None = None, **kwargs: Any
     unknown = sorted(set(chosen) - set(EXERCISE_OF))
     if unknown:
         raise ValueError(f"unknown part(s) {unknown}; the parts are {sorted(EXERCISE_OF)}")
-    return Parts(**{name: chosen[name] if name in chosen else _reference(name) for name in EXERCISE_OF})
+    return Parts(**{name: chosen[name] if name in chosen else reference_part(name) for name in EXERCISE_OF})
 
 
-def _reference(name: str):
+def reference_part(name: str):
     """agentrl_ref's public `name` (agentrl_ref/__init__.py keeps format_reward the function, not its module)."""
     import agentrl_ref
 

@@ -50,22 +50,35 @@ class CapstoneRun:
         return policy
 
 
-def evaluate_both(policy, task: Task, seed: int, parts=None) -> dict[str, EvalResult]:
-    """Held-out evaluation sampled at temperature 1 and greedy."""
-    return {"sampled": evaluate(policy, task.test, 1.0, seed=seed, parts=parts),
-            "greedy": evaluate(policy, task.test, 0.0, seed=seed, parts=parts)}
+def evaluate_both(policy, task: Task, seed: int, greedy: bool = True) -> dict[str, EvalResult]:
+    """Held-out evaluation sampled at temperature 1 and greedy (scored with the references, see evaluation.py)."""
+    out = {"sampled": evaluate(policy, task.test, 1.0, seed=seed)}
+    if greedy:
+        out["greedy"] = evaluate(policy, task.test, 0.0, seed=seed)
+    return out
 
 
-def run_sft(seed: int = NOTEBOOK_SEED, sft_cfg: SFTConfig | None = None, parts=None, n_test: int = 512) -> CapstoneRun:
-    """make_task(seed), a policy initialised with seed, SFT, and the 'before' evaluation (grpo_result is None)."""
-    task = make_task(seed, n_test=n_test)
+def fresh_policy(seed: int, state: dict | None = None) -> TinyPolicy:
+    """The policy of `seed` as initialised (or with `state` loaded)."""
     policy = make_policy(len(VOCAB), seed)
+    if state is not None:
+        policy.load_state_dict(state)
+    return policy
+
+
+def run_sft(seed: int = NOTEBOOK_SEED, sft_cfg: SFTConfig | None = None, parts=None, n_test: int = 512, *,
+            greedy: bool = True, progress=None) -> CapstoneRun:
+    """make_task(seed), a policy initialised with seed, SFT, and the 'before' evaluation (grpo_result is None).
+
+    progress(step, steps, loss) is called every few SFT steps (see sft())."""
+    task = make_task(seed, n_test=n_test)
+    policy = fresh_policy(seed)
     cfg = replace(sft_cfg or SFTConfig(), seed=seed)
     t0, c0 = time.perf_counter(), time.process_time()
-    log = sft(policy, task, cfg, parts=parts)
+    log = sft(policy, task, cfg, parts=parts, progress=progress)
     seconds, cpu = {"sft": time.perf_counter() - t0}, {"sft": time.process_time() - c0}
     t0, c0 = time.perf_counter(), time.process_time()
-    before = evaluate_both(policy, task, seed, parts)
+    before = evaluate_both(policy, task, seed, greedy)
     seconds["eval"], cpu["eval"] = time.perf_counter() - t0, time.process_time() - c0
     state = copy.deepcopy(policy.state_dict())
     return CapstoneRun(seed, task, policy, state, log, None, before, {}, seconds, cpu, os.getloadavg(), cfg)
@@ -79,7 +92,7 @@ def run_grpo(run: CapstoneRun, grpo_cfg: GRPOConfig | None = None, *, loss_fn=No
     run.grpo_result = grpo(run.policy, run.task, cfg, loss_fn=loss_fn, parts=parts, advantage_fn=advantage_fn)
     run.seconds["grpo"], run.cpu_seconds["grpo"] = time.perf_counter() - t0, time.process_time() - c0
     t0, c0 = time.perf_counter(), time.process_time()
-    run.after = evaluate_both(run.policy, run.task, run.seed, parts)
+    run.after = evaluate_both(run.policy, run.task, run.seed)
     run.seconds["eval"] = run.seconds.get("eval", 0.0) + time.perf_counter() - t0
     run.cpu_seconds["eval"] = run.cpu_seconds.get("eval", 0.0) + time.process_time() - c0
     run.loadavg = os.getloadavg()
