@@ -25,6 +25,7 @@ One small file per idea:
     ablations.py  short GRPO runs that change one thing, on several seeds, paired with a reference arm
     verdicts.py   what per-seed paired differences support, as a sentence computed from them
     tables.py, plots.py, render.py   what the notebook shows
+    progress.py   a live progress line for long cells (the page keeps its last state)
 
 Names load lazily: importing this package imports neither torch nor loss.py. No module is named
 like a public name (a submodule import would otherwise replace the function on the package).
@@ -37,19 +38,22 @@ _EXPORTS = {
     "episode": ["Episode", "EpisodeBuilder", "answer_text", "demo_episode", "tool_call_text"],
     "policy": ["TinyPolicy", "make_policy"],
     "rollout": ["sample_episodes"],
-    "parts": ["COS_MAX_LEN", "EXERCISE_OF", "Parts", "REWARD_WEIGHTS", "build_reward_fn", "resolve_parts"],
+    "parts": ["COS_MAX_LEN", "EXERCISE_OF", "Parts", "REWARD_WEIGHTS", "build_reward_fn", "describe_parts", "origin",
+              "parts_summary", "reference_part", "resolve_parts"],
     "batch": ["Batch", "collate", "token_logp"],
     "loss": ["clipped_pg_loss", "pg_stats"],
     "sft_trainer": ["SFTConfig", "demonstrations", "sft"],
-    "grpo_trainer": ["GRPOConfig", "GRPOResult", "grpo", "grpo_async", "group_center"],
+    "grpo_trainer": ["GRPOConfig", "GRPOResult", "grpo", "grpo_async", "group_center", "make_buffer"],
     "aggregation": ["LOSS_AGGS", "aggregated"],
     "schedule": ["Replay", "replay"],
     "evaluation": ["EvalResult", "evaluate", "summarize"],
     "pipeline": ["CapstoneRun", "EXTRA_SEEDS", "NOTEBOOK_SEED", "fresh_policy", "run_grpo", "run_sft", "train"],
     "ablations": ["ABLATIONS", "Ablation", "ABLATION_GRPO", "ACCURACY_ONLY", "ALL_ABLATIONS", "ARMS", "Ablations", "ArmRun",
-                  "ArmSpec", "CLIFF_SFT_STEPS", "PAGE_SEEDS", "run_ablations", "time_averaged"],
+                  "ArmSpec", "CLIFF_SFT_STEPS", "PAGE_SEEDS", "VERSION_EVAL_PROBLEMS", "run_ablations",
+                  "time_averaged"],
     "verdicts": ["SeedDiff", "Verdict", "judge", "paired", "paired_se"],
-    "pool": ["default_processes", "run_jobs"],
+    "pool": ["JobStats", "default_processes", "run_jobs"],
+    "progress": ["LiveLine"],
     "tables": ["ABLATION_ZH", "ARM_ZH", "arm_zh", "before_after_table", "cliff_table", "comparison_verdicts",
                "seed_table", "timing_table"],
     "plots": ["plot_cliff", "plot_differences", "plot_schedule", "plot_training_curves", "plot_versions"],

@@ -110,7 +110,7 @@ def _stats_fn():
     return pg_stats
 
 
-def _make_buffer(cls, batch_size: int, capacity: int, max_staleness: int):
+def make_buffer(cls, batch_size: int, capacity: int, max_staleness: int):
     """(buffer, versioned): ex4's reference takes max_staleness; a student's class may not."""
     try:
         return cls(batch_size, capacity, max_staleness=max_staleness), True
@@ -148,7 +148,8 @@ def group_center(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
 
 
 class _Trainer:
-    def __init__(self, policy, task: Task, cfg: GRPOConfig, parts, loss_fn, advantage_fn=None, on_update=None):
+    def __init__(self, policy, task: Task, cfg: GRPOConfig, parts, loss_fn, advantage_fn=None, on_update=None,
+                 progress=None):
         if advantage_fn is not None and not cfg.default_advantages:
             raise ValueError("advantage_fn replaces group_normalize + broadcast_to_tokens: use it with "
                              f"credit='broadcast' and scale_rewards='group', not {cfg.credit!r}, "
@@ -157,6 +158,7 @@ class _Trainer:
         self.loss_fn = aggregated(loss_fn or default_loss_fn(), cfg.loss_agg, policy.max_len)
         self.advantage_fn = advantage_fn
         self.on_update = on_update
+        self.progress = progress
         self.stats_fn = _stats_fn()
         self.reference_accuracy = reference_part("accuracy_reward")
         self.reward_fn = build_reward_fn(parts, cfg.reward_weights, cfg.cos_max_len)
@@ -264,12 +266,16 @@ class _Trainer:
                 admit.notify_all()
             if self.on_update is not None:  # e.g. keep a copy of every published version (evaluated later)
                 self.on_update(self.version, self.policy)
+            if self.progress is not None:
+                row = self.history[-1]
+                self.progress(step + 1, self.cfg.steps,
+                              f"训练批准确率 {row['accuracy']:.0%}，工具调用率 {row['tool_rate']:.0%}")
             await asyncio.sleep(0)  # hand over to the workers the new version admitted
 
     async def run(self) -> tuple:
         cfg = self.cfg
         capacity = (cfg.max_staleness + 1) * cfg.batch_size  # the admission rule never has more in flight
-        buffer, versioned = _make_buffer(self.parts.AsyncRolloutBuffer, cfg.batch_size, capacity, cfg.max_staleness)
+        buffer, versioned = make_buffer(self.parts.AsyncRolloutBuffer, cfg.batch_size, capacity, cfg.max_staleness)
         admit = asyncio.Condition()
         workers = [asyncio.ensure_future(self.worker(w, buffer, admit)) for w in range(cfg.n_workers)]
         try:
@@ -283,9 +289,9 @@ class _Trainer:
 
 
 async def grpo_async(policy, task: Task, cfg: GRPOConfig = GRPOConfig(), *, loss_fn=None, parts=None,
-                     advantage_fn=None, on_update=None) -> GRPOResult:
+                     advantage_fn=None, on_update=None, progress=None) -> GRPOResult:
     """grpo() for a running event loop (`await grpo_async(...)` in a notebook cell)."""
-    trainer = _Trainer(policy, task, cfg, resolve_parts(parts), loss_fn, advantage_fn, on_update)
+    trainer = _Trainer(policy, task, cfg, resolve_parts(parts), loss_fn, advantage_fn, on_update, progress)
     t0 = time.perf_counter()
     policy.train()
     dropped_stale, dropped_overflow = await trainer.run()
@@ -319,12 +325,13 @@ def run_coroutine(coro):
 
 
 def grpo(policy, task: Task, cfg: GRPOConfig = GRPOConfig(), *, loss_fn=None, parts=None,
-         advantage_fn=None, on_update=None) -> GRPOResult:
+         advantage_fn=None, on_update=None, progress=None) -> GRPOResult:
     """Train policy in place with GRPO for cfg.steps trainer steps; loss_fn(logp_new, logp_old, adv, mask, clip_eps).
 
     advantage_fn(rewards [B], group_size, loss_mask [B, T]) -> [B, T], when given, replaces the default
     wiring parts.group_normalize then parts.broadcast_to_tokens (exercise 7's second blank).
-    on_update(version, policy) runs after every trainer step, once the new version is published.
+    on_update(version, policy) runs after every trainer step, once the new version is published;
+    progress(step, steps, text) after every step too (a progress display).
     """
     return run_coroutine(grpo_async(policy, task, cfg, loss_fn=loss_fn, parts=parts, advantage_fn=advantage_fn,
-                                    on_update=on_update))
+                                    on_update=on_update, progress=progress))

@@ -70,7 +70,7 @@ def run_sft(seed: int = NOTEBOOK_SEED, sft_cfg: SFTConfig | None = None, parts=N
             greedy: bool = True, progress=None) -> CapstoneRun:
     """make_task(seed), a policy initialised with seed, SFT, and the 'before' evaluation (grpo_result is None).
 
-    progress(step, steps, loss) is called every few SFT steps (see sft())."""
+    progress(step, steps, text) is called after every SFT step (see sft())."""
     task = make_task(seed, n_test=n_test)
     policy = fresh_policy(seed)
     cfg = replace(sft_cfg or SFTConfig(), seed=seed)
@@ -85,11 +85,12 @@ def run_sft(seed: int = NOTEBOOK_SEED, sft_cfg: SFTConfig | None = None, parts=N
 
 
 def run_grpo(run: CapstoneRun, grpo_cfg: GRPOConfig | None = None, *, loss_fn=None, parts=None,
-             advantage_fn=None) -> CapstoneRun:
+             advantage_fn=None, progress=None) -> CapstoneRun:
     """GRPO on run.policy (in place) from its current weights, then the 'after' evaluation; returns run."""
     cfg = replace(grpo_cfg or GRPOConfig(), seed=run.seed)
     t0, c0 = time.perf_counter(), time.process_time()
-    run.grpo_result = grpo(run.policy, run.task, cfg, loss_fn=loss_fn, parts=parts, advantage_fn=advantage_fn)
+    run.grpo_result = grpo(run.policy, run.task, cfg, loss_fn=loss_fn, parts=parts, advantage_fn=advantage_fn,
+                           progress=progress)
     run.seconds["grpo"], run.cpu_seconds["grpo"] = time.perf_counter() - t0, time.process_time() - c0
     t0, c0 = time.perf_counter(), time.process_time()
     run.after = evaluate_both(run.policy, run.task, run.seed)
