@@ -291,7 +291,7 @@ def tiny_ablations(tiny_run):
     """Every arm of every ablation on two seeds, tiny (both cores, as on the page)."""
     from agentrl_ref.agent import run_ablations
 
-    return run_ablations(tiny_run, seeds=(7, 8), base=TINY_GRPO)
+    return run_ablations(tiny_run, seeds=(7, 8), base=TINY_GRPO, cliff_sft_steps=10)
 
 
 def _curves_of(result):
@@ -365,6 +365,24 @@ def test_advantage_fn_replaces_the_default_wiring_with_the_same_numbers(tiny_run
     with pytest.raises(ValueError, match="advantage_fn"):
         grpo(tiny_run.sft_policy(), tiny_run.task, GRPOConfig(steps=1, prompts_per_step=4, group_size=4,
                                                               credit="last_token"), advantage_fn=token_advantages)
+
+
+def test_a_wrong_student_part_changes_the_run_and_the_printout_names_it(tiny_run):
+    """MY_PARTS reaches the trainer: a sign-flipped group_normalize (a realistic ex6 mistake) changes the curves, and
+    the one-line summary printed beside the result names the student's function."""
+    from agentrl_ref import group_normalize
+    from agentrl_ref.agent import parts_summary
+
+    def flipped(rewards, group_size):
+        return -group_normalize(rewards, group_size)
+    flipped.__module__ = "__main__"
+
+    cfg = GRPOConfig(steps=2, prompts_per_step=4, group_size=4)
+    mine = grpo(tiny_run.sft_policy(), tiny_run.task, cfg, parts={"group_normalize": flipped})
+    reference = grpo(tiny_run.sft_policy(), tiny_run.task, cfg)
+    assert [r["loss"] for r in mine.history] != [r["loss"] for r in reference.history]
+    assert mine.history[0]["loss"] == pytest.approx(-reference.history[0]["loss"], abs=1e-6)  # same batch, sign flipped
+    assert parts_summary({"group_normalize": flipped}) == "用到的零件：你的 group_normalize，其余是参考实现"
 
 
 def test_grpo_works_inside_a_running_event_loop_with_the_same_numbers(tiny_run):

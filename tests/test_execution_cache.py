@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT / "book" / "_ext"))
 import execution_cache  # noqa: E402
 
 
-def test_the_fingerprint_covers_the_package_and_the_pins_but_not_bytecode(tmp_path):
+def test_the_fingerprint_covers_the_package_the_pins_and_the_course_variables_but_not_bytecode(tmp_path, monkeypatch):
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "mod.py").write_text("X = 1\n")
     (tmp_path / "requirements.txt").write_text("torch==2.13.0\n")
@@ -32,7 +32,10 @@ def test_the_fingerprint_covers_the_package_and_the_pins_but_not_bytecode(tmp_pa
     second = execution_cache.fingerprint(tmp_path, sources)
     assert second != first
     (tmp_path / "requirements.txt").write_text("torch==2.14.0\n")
-    assert execution_cache.fingerprint(tmp_path, sources) != second
+    third = execution_cache.fingerprint(tmp_path, sources)
+    assert third != second
+    monkeypatch.setenv("AGENTRL_CAPSTONE_SEEDS", "0")
+    assert execution_cache.fingerprint(tmp_path, sources) != third
     assert execution_cache.DEFAULT_SOURCES == ["agentrl_ref", "requirements.txt", "pyproject.toml"]
 
 

@@ -13,6 +13,7 @@ seeds run in worker processes (pool.py), one torch thread each.
 from __future__ import annotations
 
 import copy
+import os
 import time
 from dataclasses import dataclass, field, replace
 
@@ -23,7 +24,9 @@ from agentrl_ref.agent.pool import run_jobs
 from agentrl_ref.agent.schedule import Replay
 from agentrl_ref.agent.verdicts import SeedDiff, paired
 
-PAGE_SEEDS = (0, 1, 2)           # the page; bench/capstone.py runs more
+# the page's seeds; bench/capstone.py runs more. AGENTRL_CAPSTONE_SEEDS="0" (a comma-separated list) runs fewer, e.g.
+# on a slow machine or in a smoke test: the tables and verdicts are then computed from those seeds only.
+PAGE_SEEDS = tuple(int(s) for s in os.environ.get("AGENTRL_CAPSTONE_SEEDS", "0,1,2").split(","))
 ABLATION_GRPO = GRPOConfig(steps=16)  # every arm: the main run's settings, fewer steps
 CLIFF_SFT_STEPS = 60             # too short: the policy calls the tool but rarely copies its result
 VERSION_EVAL_PROBLEMS = 128      # held-out problems on which every published version of a tracked arm is evaluated
@@ -229,7 +232,8 @@ def _arm_job(arm: str, seed: int, *, states, starts, base, n_test, loss_fn, part
 
 
 def run_ablations(run, names=ALL_ABLATIONS, seeds=PAGE_SEEDS, *, base: GRPOConfig = ABLATION_GRPO, loss_fn=None,
-                  parts=None, advantage_fn=None, processes: int | None = None, progress=None) -> Ablations:
+                  parts=None, advantage_fn=None, processes: int | None = None, progress=None,
+                  cliff_sft_steps: int = CLIFF_SFT_STEPS) -> Ablations:
     """Every arm of the named ablations on every seed; run (a CapstoneRun) lends its full SFT for its own seed.
 
     loss_fn, parts and advantage_fn go to every arm (advantage_fn only to arms that keep exercise 6's advantages:
@@ -264,7 +268,7 @@ def run_ablations(run, names=ALL_ABLATIONS, seeds=PAGE_SEEDS, *, base: GRPOConfi
         if progress is not None:
             progress(done[0], total, what)
 
-    sft_out, sft_stats = run_jobs(_sft_job, [(s, None if k == "sft" else CLIFF_SFT_STEPS) for k, s in sft_jobs],
+    sft_out, sft_stats = run_jobs(_sft_job, [(s, None if k == "sft" else cliff_sft_steps) for k, s in sft_jobs],
                                 context=context, processes=processes,
                                 on_done=lambda i, n, value: report("SFT"))
     for (kind, seed), (state, before) in zip(sft_jobs, sft_out):

@@ -7,13 +7,15 @@ new pin in requirements.txt) would go on serving outputs that the old code compu
 
 So the cache lives in a folder named after a fingerprint of everything else the outputs depend on:
 the files under `execution_cache_sources` (by default agentrl_ref/, requirements.txt and
-pyproject.toml, relative to the book's root) and the Python version. A new fingerprint means a new,
+pyproject.toml, relative to the book's root), the Python version and the course's AGENTRL_* environment
+variables (AGENTRL_CAPSTONE_SEEDS changes what the capstone page runs). A new fingerprint means a new,
 empty cache, and the folders of older fingerprints are deleted. Set on `config-inited`, before
 myst-nb reads nb_execution_cache_path (on `builder-inited`).
 """
 from __future__ import annotations
 
 import hashlib
+import os
 import platform
 import re
 import shutil
@@ -34,8 +36,10 @@ def _files(path: Path):
 
 
 def fingerprint(root: Path, sources) -> str:
-    """sha256 over the Python version and every source file's path (relative to root) and bytes."""
+    """sha256 over the Python version, the AGENTRL_* variables and every source file's path (relative to root) and bytes."""
     digest = hashlib.sha256(f"python {platform.python_version()}\n".encode())
+    for name in sorted(k for k in os.environ if k.startswith("AGENTRL_")):
+        digest.update(f"env {name}={os.environ[name]}\n".encode())
     for source in sources:
         base = Path(root, source)
         digest.update(f"source {source} exists={base.exists()}\n".encode())
