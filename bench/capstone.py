@@ -76,8 +76,9 @@ def ablations(seeds) -> None:
           f"then the same short GRPO; load average before: {load()})\n")
     run = run_sft(seeds[0])
     abl = run_ablations(run, seeds=seeds)
-    print(f"{len(abl.runs)} arm runs on {abl.processes} processes: wall {abl.wall_seconds:.1f} s, CPU {abl.cpu_seconds:.1f} s "
-          f"in all processes, busiest worker {abl.idle_seconds:.1f} s; load average after: {load()}\n")
+    print(f"{len(abl.runs)} arm runs on {abl.processes} processes: wall {abl.wall_seconds:.1f} s, "
+          f"CPU {abl.cpu_seconds:.1f} s in all processes, busiest worker {abl.idle_seconds:.1f} s; "
+          f"load average after: {load()}\n")
     for name in ABLATIONS:
         print(f"##### {ABLATION_ZH[name]} ({name})\n")
         print(cliff_table(abl) if name == "cliff" else seed_table(abl, name))
@@ -96,7 +97,7 @@ def ablations(seeds) -> None:
 
 
 def page() -> None:
-    """Execute the page as the book build does (nbclient, skip-execution honoured), with the CPU of all its processes."""
+    """Execute the page as the book build does (nbclient, skip-execution honoured); CPU of all its processes."""
     import nbformat
     from nbclient import NotebookClient
 

@@ -407,7 +407,9 @@ def test_figures_are_ascii_and_the_episode_renders(tiny_run, tiny_ablations):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from agentrl_ref.agent import ABLATIONS, plot_cliff, plot_differences, plot_schedule, plot_training_curves, plot_versions
+    from agentrl_ref.agent import (
+        ABLATIONS, plot_cliff, plot_differences, plot_schedule, plot_training_curves, plot_versions,
+    )
     comparisons = [(n, m, a, b) for n, ab in ABLATIONS.items() for m, a, b in ab.comparisons if m == "accuracy"]
     arms = [tiny_ablations.runs["stale0", 7], tiny_ablations.runs["stale2", 7]]
     for fig in (plot_training_curves(tiny_run.grpo_result), plot_differences(tiny_ablations, comparisons),

@@ -56,8 +56,8 @@ exclude_patterns = ["_build", "demo_pkg"]
 
 
 def _build(project) -> str:
-    out = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-q", str(project), str(project / "_build" / "html")],
-                         capture_output=True, text=True, timeout=120)
+    command = [sys.executable, "-m", "sphinx", "-b", "html", "-q", str(project), str(project / "_build" / "html")]
+    out = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     return (project / "_build" / "html" / "page.html").read_text(encoding="utf-8")
 

@@ -74,7 +74,8 @@ def describe_parts(parts=None, loss_fn=None, advantage_fn=None) -> str:
     resolved = resolve_parts(parts)
     lines = [f"损失（本题 TODO 1–4）：       {origin(loss_fn or default_loss_fn())}"]
     if advantage_fn is None:
-        lines.append("advantage（本题 TODO 5–6）：  参考接法：练习 6 的 group_normalize，再 broadcast_to_tokens（见下）")
+        lines.append("advantage（本题 TODO 5–6）：  参考接法："
+                     "练习 6 的 group_normalize，再 broadcast_to_tokens（见下）")
     else:
         lines.append(f"advantage（本题 TODO 5–6）：  {origin(advantage_fn)}")
         for name in ("group_normalize", "broadcast_to_tokens"):

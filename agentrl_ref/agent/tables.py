@@ -42,7 +42,8 @@ ARM_ZH = {"baseline": "默认", "tool_trained": "也训练 tool 结果", "stale0
           "cliff_full": "完整奖励", "cliff_acc": "只看正确性", "cliff_no_std": "不除以标准差"}
 # the reference arm of each ablation, as the comparison names it
 REFERENCE_ZH = {("tool_mask", "baseline"): "屏蔽 tool 结果（默认）", ("cosine", "baseline"): "cosine 项开（默认）",
-                ("credit", "baseline"): "广播到每个训练 token（默认）", ("loss_agg", "baseline"): "整批 token 平均（默认）"}
+                ("credit", "baseline"): "广播到每个训练 token（默认）",
+                ("loss_agg", "baseline"): "整批 token 平均（默认）"}
 # metric -> (Chinese name, unit of verdicts.judge)
 METRICS = {"accuracy": ("留出集准确率", "pct"), "tool_rate": ("GRPO 之后的工具调用率", "pct"),
            "response_tokens": ("平均回复 token 数", "num"), "answer_chars": ("答对时最终回答的字符数", "num"),
@@ -101,7 +102,8 @@ def seed_table(abl, name: str) -> str:
         for i, d in enumerate(abl.compare(a, b, metric)):
             what = f"{label.split('，')[-1]}：{arm_zh(name, b)} 对 {arm_zh(name, a)}" if i == 0 else None
             rows.append([what, str(d.seed), _cell(d.a, unit), _cell(d.b, unit), _diff_cell(d, unit)])
-    return markdown_table(["比较", "种子", "对照的一臂", "改动的一臂", "差（±2 标准误）"], rows, ["", "r", "r", "r", "r"])
+    header = ["比较", "种子", "对照的一臂", "改动的一臂", "差（±2 标准误）"]
+    return markdown_table(header, rows, ["", "r", "r", "r", "r"])
 
 
 def _mean(values) -> float:
@@ -110,8 +112,8 @@ def _mean(values) -> float:
 
 
 def cliff_table(abl, first_steps: int = 4) -> str:
-    """The cliff per seed and arm: where GRPO started (tool-call and copy rate after the short SFT), where the advantages
-    came from in its first steps, and the tool-call rate after GRPO."""
+    """The cliff per seed and arm: where GRPO started (tool-call and copy rate after the short SFT), where the
+    advantages came from in its first steps, and the tool-call rate after GRPO."""
     from agentrl_ref.agent.ablations import ABLATIONS
 
     rows = []
@@ -120,7 +122,8 @@ def cliff_table(abl, first_steps: int = 4) -> str:
             r = abl.runs[arm, seed]
             h = r.history[:first_steps]
             rows.append([str(seed) if i == 0 else None, ARM_ZH[arm], fmt(r.before.tool_rate), fmt(r.before.copy_rate),
-                         fmt(_mean(x["groups_acc_differ"] for x in h)), fmt(_mean(x["groups_reward_differ"] for x in h)),
+                         fmt(_mean(x["groups_acc_differ"] for x in h)),
+                         fmt(_mean(x["groups_reward_differ"] for x in h)),
                          f"{_mean(x['tool_advantage'] for x in h):+.3f}", fmt(r.after.tool_rate),
                          fmt(r.after.accuracy)])
     header = ["种子", "奖励", "起点工具调用率", "起点复制率", f"前 {first_steps} 步：正确性有差别的组",

@@ -116,5 +116,6 @@ UNITS = {"pct": " 个百分点", "s": " 模拟秒", "num": ""}
 def _range(diffs: list[SeedDiff], unit: str) -> str:
     """'-10.2 到 -3.7 个百分点' (or one value when all seeds give the same difference)."""
     lo, hi = min(d.diff for d in diffs), max(d.diff for d in diffs)
-    text = _number(lo, unit) if _number(lo, unit) == _number(hi, unit) else f"{_number(lo, unit)} 到 {_number(hi, unit)}"
+    low, high = _number(lo, unit), _number(hi, unit)
+    text = low if low == high else f"{low} 到 {high}"
     return text + UNITS[unit]

@@ -36,7 +36,7 @@ def _files(path: Path):
 
 
 def fingerprint(root: Path, sources) -> str:
-    """sha256 over the Python version, the AGENTRL_* variables and every source file's path (relative to root) and bytes."""
+    """sha256 over the Python version, the AGENTRL_* variables and every source file's path and bytes."""
     digest = hashlib.sha256(f"python {platform.python_version()}\n".encode())
     for name in sorted(k for k in os.environ if k.startswith("AGENTRL_")):
         digest.update(f"env {name}={os.environ[name]}\n".encode())
