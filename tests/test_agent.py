@@ -385,6 +385,24 @@ def test_a_wrong_student_part_changes_the_run_and_the_printout_names_it(tiny_run
     assert parts_summary({"group_normalize": flipped}) == "用到的零件：你的 group_normalize，其余是参考实现"
 
 
+def test_with_a_students_part_the_reference_runs_beside_it_from_the_same_weights(tiny_run):
+    from agentrl_ref.agent import run_grpo_compared
+
+    def my_loss(logp_new, logp_old, advantages, loss_mask, clip_eps=0.2):  # a wrong sign
+        return (advantages * logp_new * loss_mask).sum() / loss_mask.sum()
+    my_loss.__module__ = "__main__"
+
+    import copy
+
+    cfg = GRPOConfig(steps=2, prompts_per_step=4, group_size=4)
+    start = run_sft(7, TINY_SFT, n_test=32)
+    run, reference = run_grpo_compared(copy.deepcopy(start), cfg, loss_fn=my_loss)
+    again = run_grpo(copy.deepcopy(start), cfg)  # what the reference run must have been
+    assert reference.correct == again.after["sampled"].correct
+    assert run.after["sampled"].correct != reference.correct or run.grpo_result.history != again.grpo_result.history
+    assert run_grpo_compared(copy.deepcopy(start), cfg)[1] is None  # references only: nothing beside
+
+
 def test_grpo_works_inside_a_running_event_loop_with_the_same_numbers(tiny_run):
     cfg = GRPOConfig(steps=2, prompts_per_step=4, group_size=4)
 

@@ -169,3 +169,24 @@ def test_no_demo_cell_shadows_a_pasted_part_with_the_reference():
                 shadowed = {alias.asname or alias.name for alias in node.names} & set(EXERCISE_OF)
                 assert not shadowed, (cell.metadata.nbgrader.grade_id, shadowed)
     assert "import agentrl_ref as ref" in cells[start].source and "describe_parts(MY_PARTS" in cells[start].source
+
+
+def test_a_students_run_far_from_the_reference_is_told_so_in_one_line():
+    from types import SimpleNamespace
+
+    from agentrl_ref.agent import reference_line
+    from agentrl_ref.agent.evaluation import EvalResult
+
+    def ev(correct):
+        n = len(correct)
+        return EvalResult(n, sum(correct) / n, 0.0, float("nan"), float("nan"), 0.0, 0.0, float("nan"), 1.0,
+                          correct=correct)
+
+    reference = ev([1] * 90 + [0] * 10)
+    far = SimpleNamespace(after={"sampled": ev([0] * 100)})
+    near = SimpleNamespace(after={"sampled": ev([1] * 89 + [0] * 11)})
+    line = reference_line(far, reference)
+    assert "参考实现训练后留出集准确率（采样）是 90.0%，你的是 0.0%" in line and "超出了评估噪声" in line
+    assert "逐个换回参考实现" in line
+    assert "在评估噪声" in reference_line(near, reference) and "之内" in reference_line(near, reference)
+    assert reference_line(far, None) == ""

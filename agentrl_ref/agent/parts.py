@@ -87,6 +87,11 @@ def describe_parts(parts=None, loss_fn=None, advantage_fn=None) -> str:
     return "\n".join(lines)
 
 
+def uses_own_parts(parts=None, loss_fn=None, advantage_fn=None) -> bool:
+    """True when any part, the loss or the advantage wiring is not agentrl_ref's."""
+    return not parts_summary(parts, loss_fn, advantage_fn).endswith("全部是参考实现")
+
+
 def parts_summary(parts=None, loss_fn=None, advantage_fn=None) -> str:
     """One short line for beside a training result: which of the student's parts ran (or: only references)."""
     own = [name for name in (parts or {}) if not origin((parts or {})[name]).startswith("参考")]

@@ -100,6 +100,30 @@ def run_grpo(run: CapstoneRun, grpo_cfg: GRPOConfig | None = None, *, loss_fn=No
     return run
 
 
+def _reference_grpo(seed: int, state: dict, cfg: GRPOConfig, n_test: int) -> EvalResult:
+    """GRPO with every part the reference, from `state`, then the sampled held-out evaluation (a worker's job)."""
+    task = make_task(seed, n_test=n_test)
+    policy = fresh_policy(seed, state)
+    grpo(policy, task, cfg)
+    return evaluate(policy, task.test, 1.0, seed=seed)
+
+
+def run_grpo_compared(run: CapstoneRun, grpo_cfg: GRPOConfig | None = None, *, loss_fn=None, parts=None,
+                      advantage_fn=None, progress=None) -> tuple[CapstoneRun, EvalResult | None]:
+    """run_grpo(); when any part is the student's (parts_summary), the same GRPO with the references runs at the same
+    time in a worker process from the same weights. Returns (run, the reference's sampled evaluation or None)."""
+    from agentrl_ref.agent.parts import uses_own_parts
+    from agentrl_ref.agent.pool import start
+
+    reference = None
+    if uses_own_parts(parts, loss_fn, advantage_fn):
+        cfg = replace(grpo_cfg or GRPOConfig(), seed=run.seed)
+        state = copy.deepcopy(run.policy.state_dict())
+        reference = start(_reference_grpo, run.seed, state, cfg, len(run.task.test))
+    run_grpo(run, grpo_cfg, loss_fn=loss_fn, parts=parts, advantage_fn=advantage_fn, progress=progress)
+    return run, (reference.get() if reference is not None else None)
+
+
 def train(seed: int = NOTEBOOK_SEED, *, sft_cfg: SFTConfig | None = None, grpo_cfg: GRPOConfig | None = None,
           loss_fn=None, parts=None, advantage_fn=None, n_test: int = 512) -> CapstoneRun:
     """run_sft then run_grpo: the full capstone for one seed (loss_fn, parts and advantage_fn as in grpo())."""

@@ -88,3 +88,32 @@ def run_jobs(fn: Callable, jobs: Sequence[tuple], *, context: dict | None = None
     finally:
         _JOB.clear()
     return results, stats
+
+
+class _Done:
+    def __init__(self, value):
+        self.value = value
+
+    def get(self):
+        return self.value
+
+
+class _Running:
+    def __init__(self, pool, result):
+        self.pool, self.result = pool, result
+
+    def get(self):
+        try:
+            return self.result.get()
+        finally:
+            self.pool.terminate()
+            self.pool.join()
+
+
+def start(fn: Callable, *args):
+    """fn(*args) in a forked worker while this process goes on; .get() waits for its value. With one core (or no
+    fork) it runs here, at once. The arguments are pickled: pass plain data (seeds, weights, configs)."""
+    if default_processes() < 2:
+        return _Done(fn(*args))
+    pool = multiprocessing.get_context("fork").Pool(1, initializer=_one_thread)
+    return _Running(pool, pool.apply_async(fn, args))

@@ -131,6 +131,24 @@ def cliff_table(abl, first_steps: int = 4) -> str:
     return markdown_table(header, rows, ["r", "", "r", "r", "r", "r", "r", "r", "r"])
 
 
+def reference_line(run, reference) -> str:
+    """One line for a run that used the student's parts: where the reference would have ended from the same weights,
+    and whether the student's run is within the evaluation noise of it (paired over the held-out problems)."""
+    from agentrl_ref.agent.verdicts import NOISE_Z, paired_se
+
+    if reference is None:
+        return ""
+    mine = run.after["sampled"]
+    diff = mine.accuracy - reference.accuracy
+    noise = NOISE_Z * paired_se(reference.correct, mine.correct)
+    start = (f"同一份 SFT 权重、同样的 GRPO，参考实现训练后留出集准确率（采样）是 {fmt(reference.accuracy)}，"
+             f"你的是 {fmt(mine.accuracy)}：差 {100 * diff:+.1f} 个百分点，")
+    if abs(diff) <= noise:
+        return start + f"在评估噪声（±{100 * noise:.1f}）之内。"
+    return (start + f"超出了评估噪声（±{100 * noise:.1f}）。你的零件和参考实现的结果差得多；下面的图是你这次的训练，"
+            "图下的文字却是按参考实现的训练写的。对照上面打印的零件来源，逐个换回参考实现，找出是哪一个。")
+
+
 def timing_table(run) -> str:
     """Wall-clock and CPU seconds of SFT, GRPO and evaluation, with os.getloadavg() at the end of the run.
 
