@@ -65,8 +65,8 @@ EX7 = "ex7_agent_grpo"
 
 @pytest.fixture(scope="module")
 def student_lab(tmp_path_factory):
-    """`make lab` on a folder with exercise 1 as released, and exercise 7 answered right and with one classic mistake."""
     """`make lab` on a folder with exercise 1 as released, and exercise 7 answered right and with a classic mistake."""
+    tmp = tmp_path_factory.mktemp("student-lab")
     folder = tmp / "notebooks"
     folder.mkdir()
     (folder / "ex1_format_reward.ipynb").write_bytes((ROOT / "notebooks" / "ex1_format_reward.ipynb").read_bytes())
