@@ -420,6 +420,23 @@ def test_last_token_credit_puts_the_advantage_on_one_token(tiny_run):
         GRPOConfig(credit="uniform")
 
 
+def test_sft_done_ahead_gives_the_same_ablations_and_is_dropped_when_the_parts_change(tiny_run):
+    """prefetch_sft runs the other seeds' SFT in a background worker while the notebook trains its own seed."""
+    from agentrl_ref.agent import prefetch_sft, run_ablations
+
+    kw = dict(names=("cliff",), seeds=(7, 8), cliff_sft_steps=10)
+    plain = run_ablations(tiny_run, base=TINY_GRPO, **kw)
+    parts = {}
+    ahead = prefetch_sft(7, parts=parts, n_test=32, sft_config=TINY_SFT, **kw)
+    fast = run_ablations(tiny_run, base=TINY_GRPO, parts=parts, prefetched=ahead, **kw)
+    assert fast.ahead_seconds > 0
+    assert {k: r.after.correct for k, r in fast.runs.items()} == {k: r.after.correct for k, r in plain.runs.items()}
+    stale = prefetch_sft(7, parts=parts, n_test=32, sft_config=TINY_SFT, **kw)
+    again = run_ablations(tiny_run, base=TINY_GRPO, parts={}, prefetched=stale, **kw)  # a new MY_PARTS dict
+    assert again.ahead_seconds == 0
+    assert {k: r.after.correct for k, r in again.runs.items()} == {k: r.after.correct for k, r in plain.runs.items()}
+
+
 def test_figures_are_ascii_and_the_episode_renders(tiny_run, tiny_ablations):
     import matplotlib
     matplotlib.use("Agg")

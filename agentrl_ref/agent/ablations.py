@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from agentrl_ref.agent.evaluation import EvalResult, evaluate
 from agentrl_ref.agent.grpo_trainer import GRPOConfig, grpo
 from agentrl_ref.agent.parts import REWARD_WEIGHTS
-from agentrl_ref.agent.pool import run_jobs
+from agentrl_ref.agent.pool import run_jobs, start_jobs
 from agentrl_ref.agent.schedule import Replay
 from agentrl_ref.agent.verdicts import SeedDiff, paired
 
@@ -147,9 +147,10 @@ class Ablations:
     runs: dict[tuple[str, int], ArmRun]
     starts: dict[tuple[str, int], EvalResult] = field(repr=False)  # ("sft" | "short_sft", seed) -> before
     wall_seconds: float = 0.0
-    cpu_seconds: float = 0.0       # all jobs, all processes
+    cpu_seconds: float = 0.0       # all jobs, all processes (the SFT done ahead included)
     idle_seconds: float = 0.0      # the busiest worker's CPU seconds, phase by phase: the wall clock on idle cores
     processes: int = 1
+    ahead_seconds: float = 0.0     # CPU seconds of the SFT done ahead (prefetch_sft), beside the notebook's own work
 
     def runs_of(self, arm: str) -> list[ArmRun]:
         return [self.runs[arm, seed] for seed in self.seeds]
@@ -231,9 +232,43 @@ def _arm_job(arm: str, seed: int, *, states, starts, base, n_test, loss_fn, part
                   own, time.process_time() - c0)
 
 
+def _sft_jobs(own_seed: int, names, seeds) -> list[tuple[str, int]]:
+    """(start kind, seed) of every SFT the ablations need except the notebook's own full SFT (of own_seed)."""
+    kinds = sorted({ARMS[arm].start for name in names for arm in ABLATIONS[name].arms}, key=lambda k: k != "sft")
+    return [(kind, seed) for kind in kinds for seed in seeds if not (kind == "sft" and seed == own_seed)]
+
+
+def _prefetch_key(own_seed, seeds, parts, cliff_sft_steps, sft_config) -> tuple:
+    return own_seed, tuple(seeds), id(parts), cliff_sft_steps, replace(sft_config, seed=0)
+
+
+@dataclass
+class Prefetch:
+    """SFT runs for the ablations started early in a background worker (prefetch_sft); used only if nothing changed."""
+
+    key: tuple
+    jobs: list[tuple[str, int]]
+    handle: object = field(repr=False)
+
+
+def prefetch_sft(own_seed: int, names=ALL_ABLATIONS, seeds=PAGE_SEEDS, *, parts=None, n_test: int = 512,
+                 sft_config=None, cliff_sft_steps: int = CLIFF_SFT_STEPS) -> Prefetch:
+    """Start the SFT runs run_ablations() will need (all but the notebook's own seed's full SFT) in one background
+    worker, so that they run while the notebook trains its own seed on the other core. run_ablations(...,
+    prefetched=...) takes them if the seeds, steps and parts are the same (the same MY_PARTS dict: re-running that
+    cell makes a new one, and then the ablations train again)."""
+    from agentrl_ref.agent.sft_trainer import SFTConfig
+
+    sft_config = sft_config or SFTConfig()
+    jobs = _sft_jobs(own_seed, names, tuple(seeds))
+    context = dict(sft_config=sft_config, n_test=n_test, parts=parts)
+    handle = start_jobs(_sft_job, [(s, None if k == "sft" else cliff_sft_steps) for k, s in jobs], context=context)
+    return Prefetch(_prefetch_key(own_seed, seeds, parts, cliff_sft_steps, sft_config), jobs, handle)
+
+
 def run_ablations(run, names=ALL_ABLATIONS, seeds=PAGE_SEEDS, *, base: GRPOConfig = ABLATION_GRPO, loss_fn=None,
                   parts=None, advantage_fn=None, processes: int | None = None, progress=None,
-                  cliff_sft_steps: int = CLIFF_SFT_STEPS) -> Ablations:
+                  cliff_sft_steps: int = CLIFF_SFT_STEPS, prefetched: Prefetch | None = None) -> Ablations:
     """Every arm of the named ablations on every seed; run (a CapstoneRun) lends its full SFT for its own seed.
 
     loss_fn, parts and advantage_fn go to every arm (advantage_fn only to arms that keep exercise 6's advantages:
@@ -247,19 +282,24 @@ def run_ablations(run, names=ALL_ABLATIONS, seeds=PAGE_SEEDS, *, base: GRPOConfi
     processes = default_processes() if processes is None else processes
     seeds = tuple(seeds)
     arms = list(dict.fromkeys(arm for name in names for arm in ABLATIONS[name].arms))
-    start_kinds = sorted({ARMS[arm].start for arm in arms}, key=lambda kind: kind != "sft")  # the long SFT first
     n_test = len(run.task.test)
     context = dict(sft_config=run.sft_config, n_test=n_test, base=base, loss_fn=loss_fn, parts=parts,
                    advantage_fn=advantage_fn)
     t0 = time.perf_counter()
     states, starts = {}, {}
-    sft_jobs = []
-    for kind in start_kinds:
-        for seed in seeds:
-            if kind == "sft" and seed == run.seed:
-                states[kind, seed], starts[kind, seed] = run.sft_state, run.before["sampled"]
-            else:
-                sft_jobs.append((kind, seed))
+    if run.seed in seeds:
+        states["sft", run.seed], starts["sft", run.seed] = run.sft_state, run.before["sampled"]
+    sft_jobs = _sft_jobs(run.seed, names, seeds)
+    ahead = 0.0
+    if prefetched is not None:
+        if prefetched.key == _prefetch_key(run.seed, seeds, parts, cliff_sft_steps, run.sft_config):
+            values, stats = prefetched.handle.get()
+            ahead = stats.cpu_seconds
+            for job, (state, before) in zip(prefetched.jobs, values):
+                states[job], starts[job] = state, before
+        else:
+            prefetched.handle.cancel()
+        sft_jobs = [job for job in sft_jobs if job not in states]
     total = len(sft_jobs) + len(arms) * len(seeds)
     done = [0]
 
@@ -277,5 +317,6 @@ def run_ablations(run, names=ALL_ABLATIONS, seeds=PAGE_SEEDS, *, base: GRPOConfi
     out, arm_stats = run_jobs(_arm_job, arm_jobs, context={**context, "states": states, "starts": starts},
                              processes=processes, on_done=lambda i, n, value: report(value.arm))
     runs = {(r.arm, r.seed): r for r in out}
-    return Ablations(seeds, runs, starts, time.perf_counter() - t0, sft_stats.cpu_seconds + arm_stats.cpu_seconds,
-                     sft_stats.busiest_worker + arm_stats.busiest_worker, processes)
+    return Ablations(seeds, runs, starts, time.perf_counter() - t0,
+                     ahead + sft_stats.cpu_seconds + arm_stats.cpu_seconds,
+                     sft_stats.busiest_worker + arm_stats.busiest_worker, processes, ahead)

@@ -96,9 +96,12 @@ def plot_versions(abl, arms=("stale0", "stale2")):
 
     from agentrl_ref.agent.ablations import ARMS
 
-    fig, axes = plt.subplots(1, len(abl.seeds), figsize=(3.1 * len(abl.seeds), 2.7), dpi=100, squeeze=False,
-                             sharey=True)
-    for ax, seed in zip(axes[0], abl.seeds):
+    cols = min(3, len(abl.seeds))
+    rows = -(-len(abl.seeds) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.1 * cols, 2.7 * rows), dpi=100, squeeze=False, sharey=True)
+    for ax in axes.flat[len(abl.seeds):]:
+        ax.set_visible(False)
+    for ax, seed in zip(axes.flat, abl.seeds):
         for color, arm in zip(ARM_COLORS, arms):
             versions = abl.runs[arm, seed].versions
             ax.step([v.published for v in versions], [v.accuracy for v in versions], where="post", color=color,

@@ -90,6 +90,64 @@ def run_jobs(fn: Callable, jobs: Sequence[tuple], *, context: dict | None = None
     return results, stats
 
 
+_BACKGROUND: dict[str, dict[str, Any]] = {}  # jobs of start_jobs(), by key; a worker reads its own (forked) copy
+
+
+def _call_background(key: str, index: int):
+    job = _BACKGROUND[key]
+    t0 = time.process_time()
+    value = job["fn"](*job["jobs"][index], **job["context"])
+    return index, value, time.process_time() - t0, os.getpid()
+
+
+class Jobs:
+    """Jobs running in one background worker (start_jobs); get() waits and returns (results, JobStats)."""
+
+    def __init__(self, key: str, pool, pending, done=None):
+        self.key, self.pool, self.pending, self.done = key, pool, pending, done
+
+    def get(self) -> tuple[list, JobStats]:
+        if self.done is None:
+            try:
+                finished = self.pending.get()
+            finally:
+                self.cancel()
+            stats = JobStats(1)
+            results: list = [None] * len(finished)
+            for index, value, seconds, pid in finished:
+                results[index] = value
+                stats.cpu_seconds += seconds
+                stats.per_worker[pid] = stats.per_worker.get(pid, 0.0) + seconds
+            self.done = (results, stats)
+        return self.done
+
+    def cancel(self) -> None:
+        if self.pool is not None:
+            self.pool.terminate()
+            self.pool.join()
+            self.pool = None
+        _BACKGROUND.pop(self.key, None)
+
+
+def start_jobs(fn: Callable, jobs: Sequence[tuple], *, context: dict | None = None) -> Jobs:
+    """run_jobs() in one background worker while this process goes on (e.g. the next seeds' SFT while a notebook
+    trains its own seed). Like run_jobs, the jobs reach the worker by fork, never pickled; without fork or a second
+    core they run here, at once."""
+    import uuid
+
+    key = uuid.uuid4().hex
+    _BACKGROUND[key] = {"fn": fn, "jobs": list(jobs), "context": dict(context or {})}
+    if default_processes() < 2 or not jobs:
+        handle = Jobs(key, None, None)
+        finished = [_call_background(key, i) for i in range(len(jobs))]
+        handle.pending = _Done(finished)
+        return handle
+    pool = multiprocessing.get_context("fork").Pool(1, initializer=_one_thread)
+    from functools import partial
+
+    return Jobs(key, pool, pool.map_async(partial(_call_background, key), range(len(jobs)), chunksize=1))
+
+
 class _Done:
     def __init__(self, value):
         self.value = value
