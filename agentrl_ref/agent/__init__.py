@@ -24,7 +24,7 @@ One small file per idea:
     pool.py       independent jobs (seeds, arms) on both cores: forked workers, one torch thread each
     ablations.py  short GRPO runs that change one thing, on several seeds, paired with a reference arm
     verdicts.py   what per-seed paired differences support, as a sentence computed from them
-    tables.py, plots.py, render.py   what the notebook shows
+    tables.py, details.py, plots.py, render.py   what the notebook shows
     progress.py   a live progress line for long cells (the page keeps its last state)
 
 Names load lazily: importing this package imports neither torch nor loss.py. No module is named
@@ -59,6 +59,8 @@ _EXPORTS = {
     "progress": ["LiveLine"],
     "tables": ["ABLATION_ZH", "ARM_ZH", "arm_zh", "before_after_table", "cliff_table", "comparison_verdicts",
                "reference_line", "seed_table", "timing_table"],
+    "details": ["cliff_components", "cosine_details", "credit_details", "largest_gap", "length_details",
+                "staleness_details", "verdicts_markdown"],
     "plots": ["plot_cliff", "plot_differences", "plot_schedule", "plot_training_curves", "plot_versions"],
     "render": ["episode_html"],
 }
