@@ -112,23 +112,27 @@ def _mean(values) -> float:
 
 
 def cliff_table(abl, first_steps: int = 4) -> str:
-    """The cliff per seed and arm: where GRPO started (tool-call and copy rate after the short SFT), where the
-    advantages came from in its first steps, and the tool-call rate after GRPO."""
+    """The cliff in two tables: where GRPO started on each seed (the short SFT), and per seed and arm where the
+    advantages came from in the first steps and the tool-call rate after GRPO."""
     from agentrl_ref.agent.ablations import ABLATIONS
 
+    arms = ABLATIONS["cliff"].arms
+    starts = [[str(seed), fmt(r.before.tool_rate), fmt(r.before.copy_rate), fmt(r.before.accuracy)]
+              for seed in abl.seeds for r in [abl.runs[arms[0], seed]]]
     rows = []
     for seed in abl.seeds:
-        for i, arm in enumerate(ABLATIONS["cliff"].arms):
+        for i, arm in enumerate(arms):
             r = abl.runs[arm, seed]
             h = r.history[:first_steps]
-            rows.append([str(seed) if i == 0 else None, ARM_ZH[arm], fmt(r.before.tool_rate), fmt(r.before.copy_rate),
-                         fmt(_mean(x["groups_acc_differ"] for x in h)),
+            rows.append([str(seed) if i == 0 else None, ARM_ZH[arm], fmt(_mean(x["groups_acc_differ"] for x in h)),
                          fmt(_mean(x["groups_reward_differ"] for x in h)),
-                         f"{_mean(x['tool_advantage'] for x in h):+.3f}", fmt(r.after.tool_rate),
-                         fmt(r.after.accuracy)])
-    header = ["种子", "奖励", "起点工具调用率", "起点复制率", f"前 {first_steps} 步：正确性有差别的组",
-              "总奖励有差别的组", "调用工具的回答的平均 advantage", "GRPO 后工具调用率", "GRPO 后准确率"]
-    return markdown_table(header, rows, ["r", "", "r", "r", "r", "r", "r", "r", "r"])
+                         f"{_mean(x['tool_advantage'] for x in h):+.3f}", fmt(r.after.tool_rate)])
+    start_table = markdown_table(["种子", "工具调用率", "复制率", "准确率"], starts, ["r", "r", "r", "r"])
+    header = ["种子", "奖励", "正确性有差别的组", "总奖励有差别的组", "调用工具的回答的平均 advantage",
+              "GRPO 后工具调用率"]
+    arm_table = markdown_table(header, rows, ["r", "", "r", "r", "r", "r"])
+    return (f"**GRPO 的起点**（短 SFT 之后，留出集采样）\n\n{start_table}\n\n"
+            f"**三臂**（中间三列是 GRPO 前 {first_steps} 步的平均）\n\n{arm_table}")
 
 
 def reference_line(run, reference) -> str:
