@@ -57,6 +57,8 @@ def test_without_a_standard_error_only_the_sign_is_judged():
                                             "（差 -0.80 模拟秒）。")
     with pytest.raises(ValueError):
         judge([], "x", "a", "b")
+    one = judge([SeedDiff(0, 0.9, 0.8, 0.01)], "准确率", "A", "B")
+    assert one.kind == "single" and "只有 1 个种子" in one.text and "不下结论" in one.text
     assert sign_chance(3) == 0.25 and sign_chance(1) == 1.0
 
 
@@ -190,3 +192,13 @@ def test_a_students_run_far_from_the_reference_is_told_so_in_one_line():
     assert "逐个换回参考实现" in line
     assert "在评估噪声" in reference_line(near, reference) and "之内" in reference_line(near, reference)
     assert reference_line(far, None) == ""
+
+
+def test_the_readme_says_its_capstone_numbers_come_from_one_run():
+    """Numbers in README that come from a run say so (they differ from the executed page's and between machines)."""
+    from course import ROOT
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### 综合练习 / Capstone（`bench/capstone.py`"):readme.index("### `make bench-grading`")]
+    assert "一次运行" in section.splitlines()[0] and "load average" in section
+    assert "make bench" in section and "PAGE_SEEDS" in section

@@ -58,7 +58,7 @@ def paired(seeds, a_per_seed, b_per_seed) -> list[SeedDiff]:
 
 @dataclass(frozen=True)
 class Verdict:
-    kind: str     # "agree" | "lean" | "noise" | "disagree"
+    kind: str     # "agree" | "lean" | "noise" | "disagree" | "single" (one seed: no verdict)
     sign: int     # +1: B above A on every seed, -1: below, 0: no common direction
     text: str
 
@@ -85,6 +85,11 @@ def judge(diffs: list[SeedDiff], metric: str, a_label: str, b_label: str, *, uni
     beyond = [d.beyond_noise for d in diffs]
     spread = _range(diffs, unit)
     known_se = all(d.se is not None for d in diffs)
+    if n == 1:  # e.g. AGENTRL_CAPSTONE_SEEDS=0: a number, not a verdict
+        d = diffs[0]
+        noise = "" if d.se is None else ("，超出评估噪声" if beyond[0] else "，在评估噪声之内")
+        return Verdict("single", signs[0], f"{metric}：只有 1 个种子，{b_label}与{a_label}之差 {spread}{noise}："
+                                           "一个种子说明不了训练本身的波动，不下结论。")
     if known_se and not any(beyond):
         return Verdict("noise", 0, f"{metric}：{n} 个种子上{b_label}与{a_label}之差（{spread}）都在评估噪声"
                                    f"（±{NOISE_Z:g} 个标准误）之内：这个规模上看不出差别。")
