@@ -28,20 +28,20 @@ def diffs(*pairs, se=0.01):
 def test_every_seed_beyond_its_noise_and_the_same_sign_is_a_result():
     v = judge(diffs((0.93, 0.83), (0.95, 0.90), (0.97, 0.93)), "准确率", "屏蔽", "也训练")
     assert v.kind == "agree" and v.sign == -1
-    assert v.text == ('准确率：3 个种子全部是"也训练"比"屏蔽"低（差 -10.0 到 -4.0 个百分点），'
+    assert v.text == ('准确率：3 个种子全部是 "也训练" 比 "屏蔽" 低（差 -10.0 到 -4.0 个百分点），'
                       "每个种子的差都超出了它自己的评估噪声。")
 
 
 def test_the_same_sign_with_one_seed_inside_its_noise_is_a_tendency():
     v = judge(diffs((0.90, 0.91), (0.90, 0.95), (0.90, 0.96)), "准确率", "A", "B")
     assert v.kind == "lean" and v.sign == 1
-    assert "3 个种子都是\"B\"比\"A\"高" in v.text and "其中 1 个种子的差在评估噪声之内：是倾向，不是定论。" in v.text
+    assert '3 个种子都是 "B" 比 "A" 高' in v.text and "其中 1 个种子的差在评估噪声之内：是倾向，不是定论。" in v.text
 
 
 def test_seeds_pointing_both_ways_give_no_conclusion():
     v = judge(diffs((0.90, 0.80), (0.90, 0.95), (0.90, 0.90)), "准确率", "A", "B")
     assert v.kind == "disagree" and v.sign == 0
-    assert v.text == ('准确率：种子之间方向不一致（1 个种子"B"更高，1 个更低，1 个相同；差 -10.0 到 +5.0 个百分点）：'
+    assert v.text == ('准确率：种子之间方向不一致（1 个种子 "B" 更高，1 个更低，1 个相同；差 -10.0 到 +5.0 个百分点）：'
                       "这个规模上得不出结论。")
 
 
@@ -53,7 +53,7 @@ def test_differences_all_inside_the_noise_are_no_visible_difference():
 def test_without_a_standard_error_only_the_sign_is_judged():
     v = judge([SeedDiff(s, 2.5, 1.7, None) for s in range(4)], "模拟用时", "max_staleness=0", "max_staleness=2",
               unit="s", higher="长", lower="短")
-    assert v.kind == "agree" and v.text == ('模拟用时：4 个种子全部是"max_staleness=2"比"max_staleness=0"短'
+    assert v.kind == "agree" and v.text == ('模拟用时：4 个种子全部是 "max_staleness=2" 比 "max_staleness=0" 短'
                                             "（差 -0.80 模拟秒）。")
     with pytest.raises(ValueError):
         judge([], "x", "a", "b")

@@ -80,6 +80,8 @@ def judge(diffs: list[SeedDiff], metric: str, a_label: str, b_label: str, *, uni
     n = len(diffs)
     if n == 0:
         raise ValueError("no seeds to judge")
+    # quoted, with spaces outside the quotes: a browser may not break a line next to a straight quote, and
+    # '是"max_staleness=2"比"max_staleness=0"短' would be one unbreakable run, wider than a phone
     a_label, b_label = f'"{a_label}"', f'"{b_label}"'
     signs = [(d.diff > 0) - (d.diff < 0) for d in diffs]
     beyond = [d.beyond_noise for d in diffs]
@@ -88,23 +90,23 @@ def judge(diffs: list[SeedDiff], metric: str, a_label: str, b_label: str, *, uni
     if n == 1:  # e.g. AGENTRL_CAPSTONE_SEEDS=0: a number, not a verdict
         d = diffs[0]
         noise = "" if d.se is None else ("，超出评估噪声" if beyond[0] else "，在评估噪声之内")
-        return Verdict("single", signs[0], f"{metric}：只有 1 个种子，{b_label}与{a_label}之差 {spread}{noise}："
+        return Verdict("single", signs[0], f"{metric}：只有 1 个种子，{b_label} 与 {a_label} 之差 {spread}{noise}："
                                            "一个种子说明不了训练本身的波动，不下结论。")
     if known_se and not any(beyond):
-        return Verdict("noise", 0, f"{metric}：{n} 个种子上{b_label}与{a_label}之差（{spread}）都在评估噪声"
+        return Verdict("noise", 0, f"{metric}：{n} 个种子上 {b_label} 与 {a_label} 之差（{spread}）都在评估噪声"
                                    f"（±{NOISE_Z:g} 个标准误）之内：这个规模上看不出差别。")
     if signs[0] != 0 and all(s == signs[0] for s in signs):
         word = higher if signs[0] > 0 else lower
         if all(beyond):
             noise = "，每个种子的差都超出了它自己的评估噪声" if known_se else ""
-            return Verdict("agree", signs[0], f"{metric}：{n} 个种子全部是{b_label}比{a_label}{word}（差 {spread}）"
+            return Verdict("agree", signs[0], f"{metric}：{n} 个种子全部是 {b_label} 比 {a_label} {word}（差 {spread}）"
                                               f"{noise}。")
         inside = sum(not x for x in beyond)
-        return Verdict("lean", signs[0], f"{metric}：{n} 个种子都是{b_label}比{a_label}{word}（差 {spread}），但其中 "
-                                         f"{inside} 个种子的差在评估噪声之内：是倾向，不是定论。")
+        return Verdict("lean", signs[0], f"{metric}：{n} 个种子都是 {b_label} 比 {a_label} {word}（差 {spread}），"
+                                         f"但其中 {inside} 个种子的差在评估噪声之内：是倾向，不是定论。")
     up, down = signs.count(1), signs.count(-1)
     same = n - up - down
-    parts = [f"{up} 个种子{b_label}更{higher}", f"{down} 个更{lower}"] + ([f"{same} 个相同"] if same else [])
+    parts = [f"{up} 个种子 {b_label} 更{higher}", f"{down} 个更{lower}"] + ([f"{same} 个相同"] if same else [])
     return Verdict("disagree", 0, f"{metric}：种子之间方向不一致（{'，'.join(parts)}；差 {spread}）："
                                   "这个规模上得不出结论。")
 
