@@ -55,7 +55,7 @@ _EXPORTS = {
                   "run_ablations",
                   "time_averaged"],
     "verdicts": ["SeedDiff", "Verdict", "judge", "paired", "paired_se"],
-    "pool": ["JobStats", "Jobs", "default_processes", "run_jobs", "start", "start_jobs"],
+    "pool": ["JobStats", "Jobs", "default_processes", "run_jobs", "start_jobs"],
     "progress": ["LiveLine"],
     "tables": ["ABLATION_ZH", "ARM_ZH", "arm_zh", "before_after_table", "cliff_table", "comparison_verdicts",
                "reference_line", "seed_table", "timing_table"],

@@ -113,15 +113,15 @@ def run_grpo_compared(run: CapstoneRun, grpo_cfg: GRPOConfig | None = None, *, l
     """run_grpo(); when any part is the student's (parts_summary), the same GRPO with the references runs at the same
     time in a worker process from the same weights. Returns (run, the reference's sampled evaluation or None)."""
     from agentrl_ref.agent.parts import uses_own_parts
-    from agentrl_ref.agent.pool import start
+    from agentrl_ref.agent.pool import start_jobs
 
     reference = None
     if uses_own_parts(parts, loss_fn, advantage_fn):
         cfg = replace(grpo_cfg or GRPOConfig(), seed=run.seed)
         state = copy.deepcopy(run.policy.state_dict())
-        reference = start(_reference_grpo, run.seed, state, cfg, len(run.task.test))
+        reference = start_jobs(_reference_grpo, [(run.seed, state, cfg, len(run.task.test))])
     run_grpo(run, grpo_cfg, loss_fn=loss_fn, parts=parts, advantage_fn=advantage_fn, progress=progress)
-    return run, (reference.get() if reference is not None else None)
+    return run, (reference.get()[0][0] if reference is not None else None)
 
 
 def train(seed: int = NOTEBOOK_SEED, *, sft_cfg: SFTConfig | None = None, grpo_cfg: GRPOConfig | None = None,

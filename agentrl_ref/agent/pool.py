@@ -1,6 +1,8 @@
 """Run independent jobs (one seed, one ablation arm) on both cores: forked worker processes, one torch thread each.
 
-    results = run_jobs(train_arm, [(seed, arm) for ...], context={"parts": MY_PARTS, ...})
+    results, stats = run_jobs(train_arm, [(seed, arm) for ...], context={"parts": MY_PARTS, ...})
+    ahead = start_jobs(sft_job, [(1,), (2,)], context=...)   # one worker, in the background
+    results, stats = ahead.get()                              # later: wait for it
 
 The jobs and their context are handed to the workers by fork, not by pickling: a student's function
 defined in a notebook cell (or a lambda) works in a worker as it does in the kernel. Only the results
@@ -15,7 +17,9 @@ import multiprocessing
 import os
 import sys
 import time
+import uuid
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Callable, Sequence
 
 _JOB: dict[str, Any] = {}  # set before the fork, read by the workers
@@ -133,8 +137,6 @@ def start_jobs(fn: Callable, jobs: Sequence[tuple], *, context: dict | None = No
     """run_jobs() in one background worker while this process goes on (e.g. the next seeds' SFT while a notebook
     trains its own seed). Like run_jobs, the jobs reach the worker by fork, never pickled; without fork or a second
     core they run here, at once."""
-    import uuid
-
     key = uuid.uuid4().hex
     _BACKGROUND[key] = {"fn": fn, "jobs": list(jobs), "context": dict(context or {})}
     if default_processes() < 2 or not jobs:
@@ -143,8 +145,6 @@ def start_jobs(fn: Callable, jobs: Sequence[tuple], *, context: dict | None = No
         handle.pending = _Done(finished)
         return handle
     pool = multiprocessing.get_context("fork").Pool(1, initializer=_one_thread)
-    from functools import partial
-
     return Jobs(key, pool, pool.map_async(partial(_call_background, key), range(len(jobs)), chunksize=1))
 
 
@@ -154,24 +154,3 @@ class _Done:
 
     def get(self):
         return self.value
-
-
-class _Running:
-    def __init__(self, pool, result):
-        self.pool, self.result = pool, result
-
-    def get(self):
-        try:
-            return self.result.get()
-        finally:
-            self.pool.terminate()
-            self.pool.join()
-
-
-def start(fn: Callable, *args):
-    """fn(*args) in a forked worker while this process goes on; .get() waits for its value. With one core (or no
-    fork) it runs here, at once. The arguments are pickled: pass plain data (seeds, weights, configs)."""
-    if default_processes() < 2:
-        return _Done(fn(*args))
-    pool = multiprocessing.get_context("fork").Pool(1, initializer=_one_thread)
-    return _Running(pool, pool.apply_async(fn, args))
