@@ -18,11 +18,9 @@ import torch
 
 from agentrl_ref import cosine_length_reward
 from agentrl_ref.agent import (
-    VOCAB, AblationResult, GRPOConfig, Problem, SFTConfig, build_reward_fn, calculator, clipped_pg_loss,
-    collate, demo_episode, episode_html, grpo, make_task, pg_stats, replay, resolve_parts, run_grpo, run_sft,
-    sample_episodes, train,
+    VOCAB, GRPOConfig, Problem, SFTConfig, build_reward_fn, calculator, clipped_pg_loss, collate, demo_episode,
+    episode_html, grpo, make_task, pg_stats, replay, resolve_parts, run_grpo, run_sft, sample_episodes, train,
 )
-from agentrl_ref.agent.ablations import Arm
 from agentrl_ref.teaching.seed_rollout_buffer import SeedRolloutBuffer as StudentBuffer  # ex4's class, no max_staleness
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -288,6 +286,14 @@ def tiny_run():
     return train(7, sft_cfg=TINY_SFT, grpo_cfg=TINY_GRPO, n_test=32)
 
 
+@pytest.fixture(scope="module")
+def tiny_ablations(tiny_run):
+    """Every arm of every ablation on two seeds, tiny (both cores, as on the page)."""
+    from agentrl_ref.agent import run_ablations
+
+    return run_ablations(tiny_run, seeds=(7, 8), base=TINY_GRPO, cliff_sft_steps=10)
+
+
 def _curves_of(result):
     """The history of a GRPO run without its timings, as text (NaN-safe: copy_rate is NaN when no episode
     called the tool, and NaN != NaN)."""
@@ -361,6 +367,42 @@ def test_advantage_fn_replaces_the_default_wiring_with_the_same_numbers(tiny_run
                                                               credit="last_token"), advantage_fn=token_advantages)
 
 
+def test_a_wrong_student_part_changes_the_run_and_the_printout_names_it(tiny_run):
+    """MY_PARTS reaches the trainer: a sign-flipped group_normalize (a realistic ex6 mistake) changes the curves, and
+    the one-line summary printed beside the result names the student's function."""
+    from agentrl_ref import group_normalize
+    from agentrl_ref.agent import parts_summary
+
+    def flipped(rewards, group_size):
+        return -group_normalize(rewards, group_size)
+    flipped.__module__ = "__main__"
+
+    cfg = GRPOConfig(steps=2, prompts_per_step=4, group_size=4)
+    mine = grpo(tiny_run.sft_policy(), tiny_run.task, cfg, parts={"group_normalize": flipped})
+    reference = grpo(tiny_run.sft_policy(), tiny_run.task, cfg)
+    assert [r["loss"] for r in mine.history] != [r["loss"] for r in reference.history]
+    assert mine.history[0]["loss"] == pytest.approx(-reference.history[0]["loss"], abs=1e-6)  # same batch, sign flipped
+    assert parts_summary({"group_normalize": flipped}) == "用到的零件：你的 group_normalize，其余是参考实现"
+
+
+def test_with_a_students_part_the_reference_runs_beside_it_from_the_same_weights(tiny_run):
+    from agentrl_ref.agent import run_grpo_compared
+
+    def my_loss(logp_new, logp_old, advantages, loss_mask, clip_eps=0.2):  # a wrong sign
+        return (advantages * logp_new * loss_mask).sum() / loss_mask.sum()
+    my_loss.__module__ = "__main__"
+
+    import copy
+
+    cfg = GRPOConfig(steps=2, prompts_per_step=4, group_size=4)
+    start = run_sft(7, TINY_SFT, n_test=32)
+    run, reference = run_grpo_compared(copy.deepcopy(start), cfg, loss_fn=my_loss)
+    again = run_grpo(copy.deepcopy(start), cfg)  # what the reference run must have been
+    assert reference.correct == again.after["sampled"].correct
+    assert run.after["sampled"].correct != reference.correct or run.grpo_result.history != again.grpo_result.history
+    assert run_grpo_compared(copy.deepcopy(start), cfg)[1] is None  # references only: nothing beside
+
+
 def test_grpo_works_inside_a_running_event_loop_with_the_same_numbers(tiny_run):
     cfg = GRPOConfig(steps=2, prompts_per_step=4, group_size=4)
 
@@ -378,16 +420,35 @@ def test_last_token_credit_puts_the_advantage_on_one_token(tiny_run):
         GRPOConfig(credit="uniform")
 
 
-def test_figures_are_ascii_and_the_episode_renders(tiny_run):
+def test_sft_done_ahead_gives_the_same_ablations_and_is_dropped_when_the_parts_change(tiny_run):
+    """prefetch_sft runs the other seeds' SFT in a background worker while the notebook trains its own seed."""
+    from agentrl_ref.agent import prefetch_sft, run_ablations
+
+    kw = dict(names=("cliff",), seeds=(7, 8), cliff_sft_steps=10)
+    plain = run_ablations(tiny_run, base=TINY_GRPO, **kw)
+    parts = {}
+    ahead = prefetch_sft(7, parts=parts, n_test=32, sft_config=TINY_SFT, **kw)
+    fast = run_ablations(tiny_run, base=TINY_GRPO, parts=parts, prefetched=ahead, **kw)
+    assert fast.ahead_seconds > 0
+    assert {k: r.after.correct for k, r in fast.runs.items()} == {k: r.after.correct for k, r in plain.runs.items()}
+    stale = prefetch_sft(7, parts=parts, n_test=32, sft_config=TINY_SFT, **kw)
+    again = run_ablations(tiny_run, base=TINY_GRPO, parts={}, prefetched=stale, **kw)  # a new MY_PARTS dict
+    assert again.ahead_seconds == 0
+    assert {k: r.after.correct for k, r in again.runs.items()} == {k: r.after.correct for k, r in plain.runs.items()}
+
+
+def test_figures_are_ascii_and_the_episode_renders(tiny_run, tiny_ablations):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from agentrl_ref.agent import plot_ablations, plot_schedule, plot_training_curves
-    res = tiny_run.grpo_result
-    arm = Arm("a", {}, res, tiny_run.after["sampled"], 0.0, tiny_run.before["sampled"])
-    ablation = AblationResult("staleness", "?", [arm, arm])
-    for fig in (plot_training_curves(res), plot_ablations({"staleness": ablation}), plot_schedule(ablation)):
+    from agentrl_ref.agent import (
+        ABLATIONS, plot_cliff, plot_differences, plot_schedule, plot_training_curves, plot_versions,
+    )
+    comparisons = [(n, m, a, b) for n, ab in ABLATIONS.items() for m, a, b in ab.comparisons if m == "accuracy"]
+    arms = [tiny_ablations.runs["stale0", 7], tiny_ablations.runs["stale2", 7]]
+    for fig in (plot_training_curves(tiny_run.grpo_result), plot_differences(tiny_ablations, comparisons),
+                plot_versions(tiny_ablations), plot_cliff(tiny_ablations), plot_schedule(arms)):
         texts = [t.get_text() for t in fig.findobj(matplotlib.text.Text)]
         texts = [t.replace("\u2212", "-") for t in texts]  # matplotlib's minus sign (DejaVu has it)
         assert all(text.isascii() for text in texts), [t for t in texts if not t.isascii()]

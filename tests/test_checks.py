@@ -56,10 +56,38 @@ def test_check_before_the_cell_ran(capsys):
     assert "先运行上面的填空格" in capsys.readouterr().out
 
 
-def test_run_test_raises_for_nbgrader(capsys):
-    with pytest.raises(AssertionError):
+def test_run_test_raises_for_nbgrader_with_the_report_once_heading_first(capsys):
+    with pytest.raises(AssertionError) as failure:
         run_test("ex1_format_reward.multi_line", lambda text: 0.0)
-    assert "re.DOTALL" in capsys.readouterr().out
+    assert capsys.readouterr().out == ""  # not printed and raised: the cell shows the report once, as its error
+    report = str(failure.value)
+    assert report.startswith("✗ ") and "re.DOTALL" in report
+    rendered = failure.value._render_traceback_()
+    assert rendered[0].startswith("\x1b[0;31m✗ ") and "re.DOTALL" in "".join(rendered)
+
+
+def test_details_a_test_prints_follow_its_heading(capsys):
+    from agentrl_ref.checks import VisibleTest, _report, _run_one
+
+    def noisy(value):
+        print("  observed:", value)
+        return value
+
+    test = VisibleTest("demo.noisy", "noisy", "有细节的测试", ("value",), noisy)
+    ok, message, observed, details = _run_one(test, [3])
+    assert capsys.readouterr().out == ""  # captured while the test ran
+    assert _report(test, ok, message, details) == "✓ 有细节的测试\n  observed: 3"
+
+
+def test_long_report_lines_are_wrapped_for_the_validate_dialog():
+    from agentrl_ref.checks import WRAP, CheckFailure, _wrap
+
+    line = "    提示：" + "很长的提示" * 30
+    pieces = _wrap(line)
+    assert len(pieces) > 1 and "".join(p.strip() for p in pieces) == line.strip()
+    assert all(p.startswith("    ") for p in pieces) and all(p.startswith("      ") for p in pieces[1:])
+    assert max(sum(2 if ord(ch) > 0x2E80 else 1 for ch in p) for p in pieces) <= WRAP
+    assert len(CheckFailure("✗ 标题\n" + line)._render_traceback_()) == 1 + len(pieces)
 
 
 def test_unknown_part_is_a_clear_error():

@@ -1,8 +1,12 @@
 """The first hour in JupyterLab, in a real browser: `make lab` shows students nbgrader's Validate button
 and nothing of its instructor or exchange tools (no "Error fetching courses!"); `make lab-instructor`
-keeps the formgrader."""
+keeps the formgrader; Validate on exercise 7 runs what grading runs (not the training demo), says Success for the
+right answers and shows the Chinese hint for a classic mistake; a freshly opened notebook is not marked unsaved.
+
+One student lab serves every student test (a folder with copies of the student notebooks)."""
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -14,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from course import ROOT
+from course import ROOT, filled, mutated_fills, mutations, reference_fills
 
 TOKEN = "agentrl-test"
 
@@ -25,7 +29,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _lab(folder: str, student: bool, tmp_path: Path):
+def _lab(folder: str | Path, student: bool, tmp_path: Path):
     port = _free_port()
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"), "HOME": str(tmp_path)}
     if student:
@@ -56,22 +60,79 @@ def _open(browser, url: str):
     return page, messages
 
 
-def test_student_lab_has_validate_and_no_instructor_tools(browser, tmp_path, artifacts):
-    proc, base = _lab("notebooks", True, tmp_path)
-    try:
-        page, messages = _open(browser, f"{base}/lab/tree/ex1_format_reward.ipynb?token={TOKEN}")
-        body = page.inner_text("body")
-        assert "Error fetching courses" not in body and not any("fetching courses" in m for m in messages)
-        assert page.locator("button:has-text('Validate'), [title*='Validate']").count() > 0
-        menus = page.inner_text("#jp-MainMenu") if page.locator("#jp-MainMenu").count() else ""
-        assert "Nbgrader" not in menus and "Formgrader" not in body
-        page.screenshot(path=str(artifacts / "lab-student.png"))
-        with pytest.raises(urllib.error.HTTPError):
-            urllib.request.urlopen(f"{base}/formgrader?token={TOKEN}", timeout=10)
-        page.close()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+EX7 = "ex7_agent_grpo"
+
+
+@pytest.fixture(scope="module")
+def student_lab(tmp_path_factory):
+    """`make lab` on a folder with exercise 1 as released, and exercise 7 answered right and with a classic mistake."""
+    tmp = tmp_path_factory.mktemp("student-lab")
+    folder = tmp / "notebooks"
+    folder.mkdir()
+    (folder / "ex1_format_reward.ipynb").write_bytes((ROOT / "notebooks" / "ex1_format_reward.ipynb").read_bytes())
+    (folder / f"{EX7}_right.ipynb").write_text(filled(EX7, reference_fills(EX7)), encoding="utf-8")
+    changes, _ = mutations(EX7)["log-ratio without exp"]
+    (folder / f"{EX7}_no_exp.ipynb").write_text(filled(EX7, mutated_fills(EX7, changes)), encoding="utf-8")
+    proc, base = _lab(folder, True, tmp)
+    yield base
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+def test_student_lab_has_validate_and_no_instructor_tools(browser, student_lab, artifacts):
+    page, messages = _open(browser, f"{student_lab}/lab/tree/ex1_format_reward.ipynb?token={TOKEN}")
+    body = page.inner_text("body")
+    assert "Error fetching courses" not in body and not any("fetching courses" in m for m in messages)
+    assert page.locator("button:has-text('Validate'), [title*='Validate']").count() > 0
+    menus = page.inner_text("#jp-MainMenu") if page.locator("#jp-MainMenu").count() else ""
+    assert "Nbgrader" not in menus and "Formgrader" not in body
+    page.screenshot(path=str(artifacts / "lab-student.png"))
+    with pytest.raises(urllib.error.HTTPError):
+        urllib.request.urlopen(f"{student_lab}/formgrader?token={TOKEN}", timeout=10)
+    page.close()
+
+
+def _wait_for_idle_kernel(base: str, name: str) -> None:
+    for _ in range(240):
+        sessions = json.loads(urllib.request.urlopen(f"{base}/api/sessions?token={TOKEN}", timeout=10).read())
+        if any(s["path"].endswith(name) and s["kernel"]["execution_state"] == "idle" for s in sessions):
+            return
+        time.sleep(0.5)
+    pytest.fail(f"the kernel of {name} never became idle")
+
+
+def _validate(browser, base: str, name: str, artifacts: Path) -> tuple[str, float, bool]:
+    """Open the notebook, note whether it is marked unsaved, click Validate; (dialog text, seconds, was dirty)."""
+    page, _ = _open(browser, f"{base}/lab/workspaces/{name.removesuffix('.ipynb')}/tree/{name}?reset&token={TOKEN}")
+    _wait_for_idle_kernel(base, name)
+    page.wait_for_timeout(1000)  # JupyterLab writes the kernel's language_info into the notebook once it connects
+    dirty = page.locator(".jp-DocumentWidget.jp-mod-dirty, .lm-TabBar-tab.jp-mod-current.jp-mod-dirty").count() > 0
+    t0 = time.perf_counter()
+    page.locator("button:has-text('Validate'), [title*='Validate']").first.click()
+    dialog = page.locator(".jp-Dialog-content")
+    dialog.wait_for(timeout=120_000)  # a hang detector, not a timing target
+    page.wait_for_function("() => !document.querySelector('.jp-Dialog-content').innerText.includes('Validating')",
+                           timeout=120_000)
+    seconds = time.perf_counter() - t0
+    text = dialog.inner_text()
+    page.screenshot(path=str(artifacts / f"lab-validate-{name.removesuffix('.ipynb')}.png"))
+    page.close()
+    print(f"Validate {name}: {seconds:.1f} s (load average {os.getloadavg()[0]:.2f})")
+    return text, seconds, dirty
+
+
+def test_validate_runs_what_grading_runs_and_passes_the_right_answers(browser, student_lab, artifacts):
+    text, seconds, dirty = _validate(browser, student_lab, f"{EX7}_right.ipynb", artifacts)
+    assert "Success! Your notebook passes all the tests." in text, text
+    assert "Timeout" not in text and "interrupt" not in text.lower()
+    # JupyterLab writes the kernel's language_info into the notebook: the released one carries the course kernel's
+    assert not dirty, "the notebook is marked unsaved as soon as it opens"
+
+
+def test_validate_shows_the_chinese_hint_of_a_classic_mistake(browser, student_lab, artifacts):
+    text, _, _ = _validate(browser, student_lab, f"{EX7}_no_exp.ipynb", artifacts)
+    assert "The following cell failed" in text, text
+    assert "✗ 裁剪的几种情况" in text and "概率比没有取 exp" in text, text
 
 
 def test_instructor_lab_keeps_the_formgrader(tmp_path):

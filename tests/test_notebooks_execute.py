@@ -7,7 +7,10 @@ from course import ASSIGNMENTS, KEEP_OUTPUTS, SOURCE
 
 
 @pytest.mark.parametrize("name", ASSIGNMENTS)
-def test_instructor_notebook_executes(name):
+def test_instructor_notebook_executes(name, monkeypatch):
+    if name == "ex7_agent_grpo":
+        # the capstone's ablations on one seed here; the book build (built_site, -W) executes the page's seeds
+        monkeypatch.setenv("AGENTRL_CAPSTONE_SEEDS", "0")
     nb = nbformat.read(SOURCE / name / f"{name}.ipynb", as_version=4)
     client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
                                      resources={"metadata": {"path": str(SOURCE / name)}}, **KEEP_OUTPUTS)

@@ -1,4 +1,4 @@
-"""grader/sandbox.py: real kernels in a real bubblewrap sandbox with cgroup v1 limits.
+"""grader/sandbox/: real kernels in a real bubblewrap sandbox with cgroup v1 limits.
 
 Every test executes small notebooks through nbclient with `km=session.kernel_manager()`. Timeouts are
 hang guards only (large margins); nothing here asserts on timing. Skipped as a whole, with the reason,

@@ -17,11 +17,15 @@ One small file per idea:
     loss.py       clipped_pg_loss: the student's blank (hidden when grading; nothing else has the formula)
     sft_trainer.py   supervised warm-up on demonstrations that use the tool only sometimes
     grpo_trainer.py  rollout workers + trainer around AsyncRolloutBuffer on one asyncio loop
+    aggregation.py   token mean, sequence mean, constant: how the per-token losses become one number
     schedule.py   the simulated two-device timeline (throughput for max_staleness 0 vs 2)
     evaluation.py held-out accuracy, tool-call rate, copy rate (sampled and greedy)
     pipeline.py   train(): the whole capstone for one seed
-    ablations.py  short GRPO runs from the same SFT weights, one change each
-    tables.py, plots.py, render.py   what the notebook shows
+    pool.py       independent jobs (seeds, arms) on both cores: forked workers, one torch thread each
+    ablations.py  short GRPO runs that change one thing, on several seeds, paired with a reference arm
+    verdicts.py   what per-seed paired differences support, as a sentence computed from them
+    tables.py, details.py, plots.py, render.py   what the notebook shows
+    progress.py   a live progress line for long cells (the page keeps its last state)
 
 Names load lazily: importing this package imports neither torch nor loss.py. No module is named
 like a public name (a submodule import would otherwise replace the function on the package).
@@ -34,18 +38,30 @@ _EXPORTS = {
     "episode": ["Episode", "EpisodeBuilder", "answer_text", "demo_episode", "tool_call_text"],
     "policy": ["TinyPolicy", "make_policy"],
     "rollout": ["sample_episodes"],
-    "parts": ["COS_MAX_LEN", "EXERCISE_OF", "Parts", "REWARD_WEIGHTS", "build_reward_fn", "resolve_parts"],
+    "parts": ["COS_MAX_LEN", "EXERCISE_OF", "Parts", "REWARD_WEIGHTS", "build_reward_fn", "describe_parts", "origin",
+              "parts_summary", "reference_part", "resolve_parts", "uses_own_parts"],
     "batch": ["Batch", "collate", "token_logp"],
     "loss": ["clipped_pg_loss", "pg_stats"],
     "sft_trainer": ["SFTConfig", "demonstrations", "sft"],
-    "grpo_trainer": ["GRPOConfig", "GRPOResult", "grpo", "grpo_async"],
+    "grpo_trainer": ["GRPOConfig", "GRPOResult", "grpo", "grpo_async", "group_center", "make_buffer"],
+    "aggregation": ["LOSS_AGGS", "aggregated"],
     "schedule": ["Replay", "replay"],
     "evaluation": ["EvalResult", "evaluate", "summarize"],
-    "pipeline": ["CapstoneRun", "EXTRA_SEEDS", "NOTEBOOK_SEED", "run_grpo", "run_sft", "train"],
-    "ablations": ["ABLATIONS", "ABLATION_GRPO", "ALL_ABLATIONS", "AblationResult", "run_ablation",
-                  "run_ablations", "run_cliff"],
-    "tables": ["ABLATION_ZH", "ablation_table", "arm_label_zh", "before_after_table", "timing_table"],
-    "plots": ["plot_ablations", "plot_schedule", "plot_training_curves"],
+    "pipeline": ["CapstoneRun", "EXTRA_SEEDS", "NOTEBOOK_SEED", "fresh_policy", "run_grpo", "run_grpo_compared",
+                 "run_sft", "train"],
+    "ablations": ["ABLATIONS", "Ablation", "ABLATION_GRPO", "ACCURACY_ONLY", "ALL_ABLATIONS", "ARMS", "Ablations",
+                  "ArmRun",
+                  "ArmSpec", "CLIFF_SFT_STEPS", "PAGE_SEEDS", "Prefetch", "VERSION_EVAL_PROBLEMS", "prefetch_sft",
+                  "run_ablations",
+                  "time_averaged"],
+    "verdicts": ["SeedDiff", "Verdict", "judge", "paired", "paired_se"],
+    "pool": ["JobStats", "Jobs", "default_processes", "run_jobs", "start_jobs"],
+    "progress": ["LiveLine"],
+    "tables": ["ABLATION_ZH", "ARM_ZH", "arm_zh", "before_after_table", "cliff_table", "comparison_verdicts",
+               "reference_line", "seed_table", "timing_table"],
+    "details": ["cliff_components", "cosine_details", "credit_details", "largest_gap", "length_details",
+                "staleness_details", "verdicts_markdown"],
+    "plots": ["plot_cliff", "plot_differences", "plot_schedule", "plot_training_curves", "plot_versions"],
     "render": ["episode_html"],
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}

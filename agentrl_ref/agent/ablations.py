@@ -1,131 +1,322 @@
-"""Ablations: short GRPO runs from the same SFT weights, one thing changed per arm.
+"""Ablations on several seeds: short GRPO runs that change one thing, each paired with its reference arm.
 
-    results = run_ablations(run)                 # the four below plus "cliff", sharing the baseline arm
-    res = run_ablation("credit", run)            # one of them
-    ablation_table(results)                      # Markdown
+    abl = run_ablations(run)                          # every ablation below, seeds PAGE_SEEDS, both cores
+    abl.compare("baseline", "tool_trained")           # per seed: accuracy of both arms, paired SE (verdicts.py)
+    abl.runs_of("cliff_acc")                          # the ArmRun of every seed
 
-Every arm uses the run's seed, so both arms see the same prompts and the same random streams; the
-only difference is the change named in the arm. Differences smaller than the seed-to-seed spread
-(see EXTRA_SEEDS in bench/capstone.py) are "no difference" at this scale.
+Arms are data (ARMS); an ablation names the arms it compares (ABLATIONS; the first is the reference).
+Seed s means: the task, the policy's initialisation, SFT and GRPO all use seed s, and both arms of a
+comparison start from the same SFT weights of seed s and are evaluated on the same held-out problems.
+Arms marked "short_sft" start from CLIFF_SFT_STEPS steps of SFT instead (the cliff). The arms of all
+seeds run in worker processes (pool.py), one torch thread each.
 """
 from __future__ import annotations
 
+import copy
+import os
 import time
 from dataclasses import dataclass, field, replace
 
 from agentrl_ref.agent.evaluation import EvalResult, evaluate
-from agentrl_ref.agent.grpo_trainer import GRPOConfig, GRPOResult, grpo
+from agentrl_ref.agent.grpo_trainer import GRPOConfig, grpo
 from agentrl_ref.agent.parts import REWARD_WEIGHTS
+from agentrl_ref.agent.pool import run_jobs, start_jobs
+from agentrl_ref.agent.schedule import Replay
+from agentrl_ref.agent.verdicts import SeedDiff, paired
 
-ABLATION_GRPO = GRPOConfig(steps=16)  # the baseline arm: the main run's settings, fewer steps
+# the page's seeds; bench/capstone.py runs more. AGENTRL_CAPSTONE_SEEDS="0" (a comma-separated list) runs fewer, e.g.
+# on a slow machine or in a smoke test: the tables and verdicts are then computed from those seeds only.
+PAGE_SEEDS = tuple(int(s) for s in os.environ.get("AGENTRL_CAPSTONE_SEEDS", "0,1,2").split(","))
+ABLATION_GRPO = GRPOConfig(steps=16)  # every arm: the main run's settings, fewer steps
+CLIFF_SFT_STEPS = 60             # too short: the policy calls the tool but rarely copies its result
+VERSION_EVAL_PROBLEMS = 128      # held-out problems on which every published version of a tracked arm is evaluated
+ACCURACY_ONLY = {"fmt": 0.0, "acc": 1.0, "cos_len": 0.0}
 
-ABLATIONS: dict[str, tuple[str, list[tuple[str, dict]]]] = {
-    "tool_mask": ("Is the tool's result in the loss mask?",
-                  [("tool result masked", {}), ("tool result trained", {"train_tool_tokens": True})]),
-    "staleness": ("How stale may a batch be (ex4)?",
-                  [("max_staleness=0", {"max_staleness": 0}), ("max_staleness=2", {"max_staleness": 2})]),
-    "cosine": ("Cosine length term in the reward (ex5)?",
-               [("cosine on", {}), ("cosine off", {"reward_weights": {**REWARD_WEIGHTS, "cos_len": 0.0}})]),
-    "credit": ("Advantage on every trained token or only on the last one (ex6)?",
-               [("broadcast", {}), ("last token only", {"credit": "last_token"})]),
+
+@dataclass(frozen=True)
+class ArmSpec:
+    """label: English (figures, ASCII); overrides: GRPOConfig fields; start: "sft" or "short_sft";
+    versions: evaluate every published policy version on VERSION_EVAL_PROBLEMS held-out problems."""
+
+    label: str
+    overrides: dict = field(default_factory=dict)
+    start: str = "sft"
+    versions: bool = False
+
+
+ARMS: dict[str, ArmSpec] = {
+    "baseline": ArmSpec("baseline"),
+    "tool_trained": ArmSpec("tool result trained", {"train_tool_tokens": True}),
+    "stale0": ArmSpec("max_staleness=0", {"max_staleness": 0}, versions=True),
+    "stale2": ArmSpec("max_staleness=2", {"max_staleness": 2}, versions=True),
+    "cos_off": ArmSpec("cosine off", {"reward_weights": {**REWARD_WEIGHTS, "cos_len": 0.0}}),
+    "last_token": ArmSpec("last token only", {"credit": "last_token"}),
+    "seq_mean": ArmSpec("sequence mean (GRPO paper)", {"loss_agg": "seq_mean"}),
+    "constant": ArmSpec("constant (Dr. GRPO)", {"loss_agg": "constant"}),
+    "cliff_full": ArmSpec("short SFT, full reward", start="short_sft"),
+    "cliff_acc": ArmSpec("short SFT, accuracy only", {"reward_weights": ACCURACY_ONLY}, start="short_sft"),
+    "cliff_no_std": ArmSpec("short SFT, no std division", {"scale_rewards": "none"}, start="short_sft"),
 }
 
+@dataclass(frozen=True)
+class Ablation:
+    """question (English); arms (the first is the reference arm); comparisons: (metric, arm A, arm B) judged per seed
+    (metrics: see Ablations.compare)."""
 
-CLIFF_SFT_STEPS = 60  # too short: the policy calls the tool but rarely copies its result
+    question: str
+    arms: tuple[str, ...]
+    comparisons: tuple[tuple[str, str, str], ...]
+
+
+ABLATIONS: dict[str, Ablation] = {
+    "tool_mask": Ablation("Is the tool's result in the loss mask (ex3)?", ("baseline", "tool_trained"),
+                          (("accuracy", "baseline", "tool_trained"),)),
+    "staleness": Ablation("How stale may a batch be (ex4)?", ("stale0", "stale2"),
+                          (("sim_seconds", "stale0", "stale2"), ("accuracy", "stale0", "stale2"),
+                           ("time_accuracy", "stale0", "stale2"))),
+    "cosine": Ablation("Cosine length term in the reward (ex5)?", ("baseline", "cos_off"),
+                       (("accuracy", "baseline", "cos_off"), ("answer_chars", "baseline", "cos_off"))),
+    "credit": Ablation("Advantage on every trained token or only on the last one (ex6)?", ("baseline", "last_token"),
+                       (("accuracy", "baseline", "last_token"),)),
+    "loss_agg": Ablation("How are the per-token losses averaged?", ("baseline", "seq_mean", "constant"),
+                         (("accuracy", "baseline", "seq_mean"), ("response_tokens", "baseline", "seq_mean"),
+                          ("accuracy", "baseline", "constant"))),
+    "cliff": Ablation("What drives the tool calls down after a too short SFT?",
+                      ("cliff_full", "cliff_acc", "cliff_no_std"),
+                      (("start_tool_rate", "cliff_full", "cliff_full"), ("start_tool_rate", "cliff_acc", "cliff_acc"),
+                       ("start_tool_rate", "cliff_no_std", "cliff_no_std"), ("tool_rate", "cliff_full", "cliff_acc"),
+                       ("tool_rate", "cliff_full", "cliff_no_std"))),
+}
+ALL_ABLATIONS = tuple(ABLATIONS)
 
 
 @dataclass
-class Arm:
-    """One short GRPO run: its label, the changed settings, the result and the held-out evaluation (sampled)."""
+class VersionEval:
+    """Held-out accuracy of one published policy version and when the simulated clock published it."""
 
-    label: str
-    overrides: dict
-    result: GRPOResult = field(repr=False)
-    after: EvalResult
-    seconds: float
-    before: EvalResult | None = None  # sampled held-out evaluation of the weights GRPO started from
+    version: int
+    published: float            # simulated seconds (schedule.replay)
+    correct: list[int] = field(repr=False)
+
+    @property
+    def accuracy(self) -> float:
+        return sum(self.correct) / len(self.correct)
+
+
+@dataclass
+class ArmRun:
+    """One arm on one seed: the GRPO history, the simulated schedule, the held-out evaluations (sampled, T=1)."""
+
+    arm: str
+    seed: int
+    config: GRPOConfig
+    history: list[dict] = field(repr=False)
+    replay: Replay = field(repr=False)
+    before: EvalResult = field(repr=False)        # the weights GRPO started from
+    after: EvalResult = field(repr=False)
+    versions: list[VersionEval] = field(default_factory=list, repr=False)
+    own_advantages: bool = True                   # False: the arm computes its advantages itself (advantage_fn unused)
+    cpu_seconds: float = 0.0
+
+    @property
+    def label(self) -> str:
+        return ARMS[self.arm].label
 
     @property
     def summary(self) -> dict:
-        h = self.result.history
-        rep = self.result.replay
+        h, rep = self.history, self.replay
         return {"accuracy": self.after.accuracy, "tool_rate": self.after.tool_rate,
                 "copy_rate": self.after.copy_rate, "format_rate": self.after.format_rate,
                 "correct_answer_chars": self.after.mean_correct_answer_chars,
                 "response_tokens": self.after.mean_response_tokens,
                 "mean_staleness": sum(r["staleness"] for r in h) / len(h),
                 "sim_seconds": rep.total, "serial_seconds": rep.serial, "steps_waited": rep.steps_waited,
-                "throughput": rep.throughput, "seconds": self.seconds}
+                "throughput": rep.throughput}
+
+
+PER_PROBLEM = {"accuracy": lambda ev: ev.correct, "tool_rate": lambda ev: ev.tool,
+               "response_tokens": lambda ev: [e.assistant_tokens() for e in ev.episodes]}
+SUMMARY_KEY = {"answer_chars": "correct_answer_chars"}
 
 
 @dataclass
-class AblationResult:
-    name: str
-    question: str
-    arms: list[Arm]
+class Ablations:
+    """ArmRuns keyed by (arm, seed), the seeds, and what the run cost (wall and CPU seconds of all processes)."""
+
+    seeds: tuple[int, ...]
+    runs: dict[tuple[str, int], ArmRun]
+    starts: dict[tuple[str, int], EvalResult] = field(repr=False)  # ("sft" | "short_sft", seed) -> before
+    wall_seconds: float = 0.0
+    cpu_seconds: float = 0.0       # all jobs, all processes (the SFT done ahead included)
+    idle_seconds: float = 0.0      # the busiest worker's CPU seconds, phase by phase: the wall clock on idle cores
+    processes: int = 1
+    ahead_seconds: float = 0.0     # CPU seconds of the SFT done ahead (prefetch_sft), beside the notebook's own work
+
+    def runs_of(self, arm: str) -> list[ArmRun]:
+        return [self.runs[arm, seed] for seed in self.seeds]
+
+    def compare(self, a: str, b: str, metric: str = "accuracy") -> list[SeedDiff]:
+        """Per seed: arm b against arm a on `metric`, paired over the same held-out problems where it can be.
+
+        accuracy, tool_rate, response_tokens: after GRPO, per held-out problem (paired SE);
+        time_accuracy: per problem, the newest published version's correctness averaged over the simulated time
+        both arms trained (time_averaged); start_tool_rate: arm b's own tool-call rate before against after GRPO;
+        anything else: ArmRun.summary[metric] (one number per seed, no SE: the verdict judges the sign only).
+        """
+        if metric in PER_PROBLEM:
+            return paired(self.seeds, [PER_PROBLEM[metric](r.after) for r in self.runs_of(a)],
+                          [PER_PROBLEM[metric](r.after) for r in self.runs_of(b)])
+        if metric == "time_accuracy":
+            pairs = [time_averaged(self.runs[a, s], self.runs[b, s]) for s in self.seeds]
+            return paired(self.seeds, [p[0] for p in pairs], [p[1] for p in pairs])
+        if metric == "start_tool_rate":
+            return paired(self.seeds, [r.before.tool for r in self.runs_of(b)], [r.after.tool for r in self.runs_of(b)])
+        return paired(self.seeds, [r.summary[SUMMARY_KEY.get(metric, metric)] for r in self.runs_of(a)],
+                      [r.summary[SUMMARY_KEY.get(metric, metric)] for r in self.runs_of(b)])
 
 
-def _key(overrides: dict) -> str:
-    return repr(sorted(overrides.items()))
+def time_averaged(a: ArmRun, b: ArmRun) -> tuple[list[float], list[float]]:
+    """Per held-out problem: how often the newest published version of each arm got it right, averaged over the
+    simulated time both arms were training ([0, the earlier of their last publications])."""
+    horizon = min(a.versions[-1].published, b.versions[-1].published)
+    return _time_weights(a.versions, horizon), _time_weights(b.versions, horizon)
 
 
-def run_arm(run, label: str, overrides: dict, base: GRPOConfig = ABLATION_GRPO, loss_fn=None, parts=None) -> Arm:
-    """GRPO from run's SFT weights with base.replace(**overrides, seed=run.seed), then a sampled held-out evaluation."""
-    return _grpo_arm(run, run.sft_policy(), label, overrides, base, loss_fn, parts, run.before.get("sampled"))
+def _time_weights(versions: list[VersionEval], horizon: float) -> list[float]:
+    out = [0.0] * len(versions[0].correct)
+    for v, nxt in zip(versions, versions[1:] + [None]):
+        end = horizon if nxt is None else min(nxt.published, horizon)
+        weight = max(0.0, end - v.published) / horizon
+        if weight:
+            out = [o + weight * c for o, c in zip(out, v.correct)]
+    return out
 
 
-def _grpo_arm(run, policy, label, overrides, base, loss_fn, parts, before) -> Arm:
-    cfg = replace(base, **overrides, seed=run.seed)
-    t0 = time.perf_counter()
-    result = grpo(policy, run.task, cfg, loss_fn=loss_fn, parts=parts)
-    seconds = time.perf_counter() - t0
-    after = evaluate(policy, run.task.test, 1.0, seed=run.seed, parts=parts)
-    return Arm(label, overrides, result, after, seconds, before)
+# --- the jobs (run in worker processes) -----------------------------------------------------------
 
-
-def run_cliff(run, sft_steps: int = CLIFF_SFT_STEPS, *, base: GRPOConfig = ABLATION_GRPO, cache: dict | None = None,
-              loss_fn=None, parts=None) -> AblationResult:
-    """The cliff: the same GRPO after the run's SFT and after only sft_steps SFT steps (same seed, fresh policy).
-
-    With too little SFT the policy calls the tool but does not copy the result, calling earns nothing,
-    and GRPO drives the tool-call rate towards zero. Arm.before holds each start's copy rate.
-    """
+def _sft_job(seed: int, steps: int | None, *, sft_config, n_test, parts, **_):
+    """SFT for one seed (steps=None: the full SFT); returns the weights and the sampled held-out evaluation."""
     from agentrl_ref.agent.pipeline import run_sft
 
-    cache = {} if cache is None else cache
-    if _key({}) not in cache:
-        cache[_key({})] = run_arm(run, "baseline", {}, base, loss_fn, parts)
-    full = cache[_key({})]
-    short = run_sft(run.seed, replace(run.sft_config, steps=sft_steps), parts, len(run.task.test))
-    arm = _grpo_arm(short, short.policy, f"SFT {sft_steps} steps", {}, base, loss_fn, parts, short.before["sampled"])
-    label = f"SFT {run.sft_config.steps} steps"
-    return AblationResult("cliff", "Does GRPO still find the tool after a too short SFT?",
-                          [replace(full, label=label, overrides={}), arm])
+    cfg = sft_config if steps is None else replace(sft_config, steps=steps)
+    run = run_sft(seed, cfg, parts, n_test, greedy=False)
+    return run.sft_state, run.before["sampled"]
 
 
-def run_ablation(name: str, run, *, base: GRPOConfig = ABLATION_GRPO, cache: dict | None = None,
-                 loss_fn=None, parts=None) -> AblationResult:
-    """Both arms of ABLATIONS[name] (arms already in cache, keyed by their overrides, are reused)."""
-    if name == "cliff":
-        return run_cliff(run, base=base, cache=cache, loss_fn=loss_fn, parts=parts)
-    if name not in ABLATIONS:
-        raise ValueError(f"unknown ablation {name!r}; choose from {sorted(ABLATIONS)}")
-    cache = {} if cache is None else cache
-    question, arms = ABLATIONS[name]
-    out = []
-    for label, overrides in arms:
-        key = _key(overrides)
-        if key not in cache:
-            cache[key] = run_arm(run, label, overrides, base, loss_fn, parts)
-        out.append(replace(cache[key], label=label, overrides=overrides))
-    return AblationResult(name, question, out)
+def _arm_job(arm: str, seed: int, *, states, starts, base, n_test, loss_fn, parts, advantage_fn, **_):
+    from agentrl_ref.agent.pipeline import fresh_policy
+    from agentrl_ref.agent.task import make_task
+
+    c0 = time.process_time()
+    spec = ARMS[arm]
+    task = make_task(seed, n_test=n_test)
+    policy = fresh_policy(seed, states[spec.start, seed])
+    cfg = replace(base, **spec.overrides, seed=seed)
+    own = cfg.default_advantages
+    snapshots = [copy.deepcopy(policy.state_dict())] if spec.versions else None
+
+    def keep(version, pol):
+        snapshots.append(copy.deepcopy(pol.state_dict()))
+
+    result = grpo(policy, task, cfg, loss_fn=loss_fn, parts=parts, advantage_fn=advantage_fn if own else None,
+                  on_update=keep if spec.versions else None)
+    after = evaluate(policy, task.test, 1.0, seed=seed)
+    versions = []
+    if spec.versions:
+        subset = task.test[:VERSION_EVAL_PROBLEMS]
+        for v, state in enumerate(snapshots):
+            policy.load_state_dict(state)
+            ev = evaluate(policy, subset, 1.0, seed=seed)
+            versions.append(VersionEval(v, result.replay.publish[v], ev.correct))
+    return ArmRun(arm, seed, cfg, result.history, result.replay, starts[spec.start, seed], after, versions,
+                  own, time.process_time() - c0)
 
 
-ALL_ABLATIONS = (*ABLATIONS, "cliff")
+def _sft_jobs(own_seed: int, names, seeds) -> list[tuple[str, int]]:
+    """(start kind, seed) of every SFT the ablations need except the notebook's own full SFT (of own_seed)."""
+    kinds = sorted({ARMS[arm].start for name in names for arm in ABLATIONS[name].arms}, key=lambda k: k != "sft")
+    return [(kind, seed) for kind in kinds for seed in seeds if not (kind == "sft" and seed == own_seed)]
 
 
-def run_ablations(run, names=ALL_ABLATIONS, *, base: GRPOConfig = ABLATION_GRPO, loss_fn=None,
-                  parts=None) -> dict[str, AblationResult]:
-    """Every named ablation ("cliff" included); the baseline arm (no overrides) is trained once and shared."""
-    cache: dict = {}
-    return {name: run_ablation(name, run, base=base, cache=cache, loss_fn=loss_fn, parts=parts) for name in names}
+def _prefetch_key(own_seed, seeds, parts, cliff_sft_steps, sft_config) -> tuple:
+    return own_seed, tuple(seeds), id(parts), cliff_sft_steps, replace(sft_config, seed=0)
+
+
+@dataclass
+class Prefetch:
+    """SFT runs for the ablations started early in a background worker (prefetch_sft); used only if nothing changed."""
+
+    key: tuple
+    jobs: list[tuple[str, int]]
+    handle: object = field(repr=False)
+
+
+def prefetch_sft(own_seed: int, names=ALL_ABLATIONS, seeds=PAGE_SEEDS, *, parts=None, n_test: int = 512,
+                 sft_config=None, cliff_sft_steps: int = CLIFF_SFT_STEPS) -> Prefetch:
+    """Start the SFT runs run_ablations() will need (all but the notebook's own seed's full SFT) in one background
+    worker, so that they run while the notebook trains its own seed on the other core. run_ablations(...,
+    prefetched=...) takes them if the seeds, steps and parts are the same (the same MY_PARTS dict: re-running that
+    cell makes a new one, and then the ablations train again)."""
+    from agentrl_ref.agent.sft_trainer import SFTConfig
+
+    sft_config = sft_config or SFTConfig()
+    jobs = _sft_jobs(own_seed, names, tuple(seeds))
+    context = dict(sft_config=sft_config, n_test=n_test, parts=parts)
+    handle = start_jobs(_sft_job, [(s, None if k == "sft" else cliff_sft_steps) for k, s in jobs], context=context)
+    return Prefetch(_prefetch_key(own_seed, seeds, parts, cliff_sft_steps, sft_config), jobs, handle)
+
+
+def run_ablations(run, names=ALL_ABLATIONS, seeds=PAGE_SEEDS, *, base: GRPOConfig = ABLATION_GRPO, loss_fn=None,
+                  parts=None, advantage_fn=None, processes: int | None = None, progress=None,
+                  cliff_sft_steps: int = CLIFF_SFT_STEPS, prefetched: Prefetch | None = None) -> Ablations:
+    """Every arm of the named ablations on every seed; run (a CapstoneRun) lends its full SFT for its own seed.
+
+    loss_fn, parts and advantage_fn go to every arm (advantage_fn only to arms that keep exercise 6's advantages:
+    ArmRun.own_advantages). progress(done, total, what) is called in this process as jobs finish.
+    """
+    from agentrl_ref.agent.pool import default_processes
+
+    unknown = sorted(set(names) - set(ABLATIONS))
+    if unknown:
+        raise ValueError(f"unknown ablation(s) {unknown}; choose from {sorted(ABLATIONS)}")
+    processes = default_processes() if processes is None else processes
+    seeds = tuple(seeds)
+    arms = list(dict.fromkeys(arm for name in names for arm in ABLATIONS[name].arms))
+    n_test = len(run.task.test)
+    context = dict(sft_config=run.sft_config, n_test=n_test, base=base, loss_fn=loss_fn, parts=parts,
+                   advantage_fn=advantage_fn)
+    t0 = time.perf_counter()
+    states, starts = {}, {}
+    if run.seed in seeds:
+        states["sft", run.seed], starts["sft", run.seed] = run.sft_state, run.before["sampled"]
+    sft_jobs = _sft_jobs(run.seed, names, seeds)
+    ahead = 0.0
+    if prefetched is not None:
+        if prefetched.key == _prefetch_key(run.seed, seeds, parts, cliff_sft_steps, run.sft_config):
+            values, stats = prefetched.handle.get()
+            ahead = stats.cpu_seconds
+            for job, (state, before) in zip(prefetched.jobs, values):
+                states[job], starts[job] = state, before
+        else:
+            prefetched.handle.cancel()
+        sft_jobs = [job for job in sft_jobs if job not in states]
+    total = len(sft_jobs) + len(arms) * len(seeds)
+    done = [0]
+
+    def report(what):
+        done[0] += 1
+        if progress is not None:
+            progress(done[0], total, what)
+
+    sft_out, sft_stats = run_jobs(_sft_job, [(s, None if k == "sft" else cliff_sft_steps) for k, s in sft_jobs],
+                                context=context, processes=processes,
+                                on_done=lambda i, n, value: report("SFT"))
+    for (kind, seed), (state, before) in zip(sft_jobs, sft_out):
+        states[kind, seed], starts[kind, seed] = state, before
+    arm_jobs = [(arm, seed) for seed in seeds for arm in arms]
+    out, arm_stats = run_jobs(_arm_job, arm_jobs, context={**context, "states": states, "starts": starts},
+                             processes=processes, on_done=lambda i, n, value: report(value.arm))
+    runs = {(r.arm, r.seed): r for r in out}
+    return Ablations(seeds, runs, starts, time.perf_counter() - t0,
+                     ahead + sft_stats.cpu_seconds + arm_stats.cpu_seconds,
+                     sft_stats.busiest_worker + arm_stats.busiest_worker, processes, ahead)

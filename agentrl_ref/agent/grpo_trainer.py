@@ -26,15 +26,17 @@ from dataclasses import dataclass, field
 
 import torch
 
+from agentrl_ref.agent.aggregation import LOSS_AGGS, aggregated
 from agentrl_ref.agent.batch import collate, token_logp
 from agentrl_ref.agent.episode import Episode
-from agentrl_ref.agent.parts import COS_MAX_LEN, REWARD_WEIGHTS, build_reward_fn, resolve_parts
+from agentrl_ref.agent.parts import COS_MAX_LEN, REWARD_WEIGHTS, build_reward_fn, reference_part, resolve_parts
 from agentrl_ref.agent.rollout import sample_episodes
 from agentrl_ref.agent.schedule import Replay, replay
 from agentrl_ref.agent.task import Task
 from agentrl_ref.agent.threads import torch_threads
 
 CREDITS = ("broadcast", "last_token")
+SCALE_REWARDS = ("group", "none")  # "none": centre within the group, no division by its std (Dr. GRPO)
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,8 @@ class GRPOConfig:
     cos_max_len: int = COS_MAX_LEN
     credit: str = "broadcast"          # ex6: advantage on every trained token, or only on the last one (ablation)
     train_tool_tokens: bool = False    # ablation: put the tool result into the loss mask
+    scale_rewards: str = "group"       # "none": advantage = reward - group mean (Dr. GRPO; TRL scale_rewards)
+    loss_agg: str = "token_mean"       # or "seq_mean" (GRPO paper), "constant" (Dr. GRPO): see aggregation.py
     seed: int = 0
     batch_timeout: float = 60.0        # seconds the trainer waits for one batch before it gives up (a stuck buffer)
 
@@ -61,6 +65,16 @@ class GRPOConfig:
             raise ValueError(f"credit must be one of {CREDITS}, got {self.credit!r}")
         if self.group_size < 2:
             raise ValueError("group_size must be >= 2 (GRPO normalises within a group)")
+        if self.scale_rewards not in SCALE_REWARDS:
+            raise ValueError(f"scale_rewards must be one of {SCALE_REWARDS}, got {self.scale_rewards!r}")
+        if self.loss_agg not in LOSS_AGGS:
+            raise ValueError(f"loss_agg must be one of {LOSS_AGGS}, got {self.loss_agg!r}")
+
+    @property
+    def default_advantages(self) -> bool:
+        """True when the advantages are exercise 6's group_normalize + broadcast_to_tokens (an advantage_fn may
+        replace them); an arm that changes the credit or the scaling computes its own."""
+        return self.credit == "broadcast" and self.scale_rewards == "group"
 
     @property
     def batch_size(self) -> int:
@@ -96,7 +110,7 @@ def _stats_fn():
     return pg_stats
 
 
-def _make_buffer(cls, batch_size: int, capacity: int, max_staleness: int):
+def make_buffer(cls, batch_size: int, capacity: int, max_staleness: int):
     """(buffer, versioned): ex4's reference takes max_staleness; a student's class may not."""
     try:
         return cls(batch_size, capacity, max_staleness=max_staleness), True
@@ -115,15 +129,38 @@ def _groups(batch: list[dict], group_size: int) -> list[dict]:
     return [traj for members in order.values() for traj in members]
 
 
+def _group_diagnostics(correct, totals, tool, token_adv, mask, group_size) -> dict[str, float]:
+    """Where the advantages come from: the share of groups whose answers differ in correctness, the share whose
+    total rewards differ at all, and the mean advantage of the episodes that called the tool (NaN if none did)."""
+    groups = range(0, len(correct), group_size)
+    acc_differ = sum(len(set(correct[g:g + group_size])) > 1 for g in groups)
+    total_differ = sum(max(totals[g:g + group_size]) - min(totals[g:g + group_size]) > 1e-9 for g in groups)
+    per_seq = (token_adv * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
+    with_tool = [float(a) for a, t in zip(per_seq.tolist(), tool) if t]
+    return {"groups_acc_differ": acc_differ / len(groups), "groups_reward_differ": total_differ / len(groups),
+            "tool_advantage": sum(with_tool) / len(with_tool) if with_tool else float("nan")}
+
+
+def group_center(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
+    """[B] rewards minus the mean of their group, not divided by its std (Dr. GRPO's advantage)."""
+    groups = rewards.to(torch.float64).view(-1, group_size)
+    return (groups - groups.mean(dim=1, keepdim=True)).view(-1).to(torch.float32)
+
+
 class _Trainer:
-    def __init__(self, policy, task: Task, cfg: GRPOConfig, parts, loss_fn, advantage_fn=None):
-        if advantage_fn is not None and cfg.credit != "broadcast":
+    def __init__(self, policy, task: Task, cfg: GRPOConfig, parts, loss_fn, advantage_fn=None, on_update=None,
+                 progress=None):
+        if advantage_fn is not None and not cfg.default_advantages:
             raise ValueError("advantage_fn replaces group_normalize + broadcast_to_tokens: use it with "
-                             f"credit='broadcast', not {cfg.credit!r}")
+                             f"credit='broadcast' and scale_rewards='group', not {cfg.credit!r}, "
+                             f"{cfg.scale_rewards!r}")
         self.policy, self.task, self.cfg, self.parts = policy, task, cfg, parts
-        self.loss_fn = loss_fn or default_loss_fn()
+        self.loss_fn = aggregated(loss_fn or default_loss_fn(), cfg.loss_agg, policy.max_len)
         self.advantage_fn = advantage_fn
+        self.on_update = on_update
+        self.progress = progress
         self.stats_fn = _stats_fn()
+        self.reference_accuracy = reference_part("accuracy_reward")
         self.reward_fn = build_reward_fn(parts, cfg.reward_weights, cfg.cos_max_len)
         self.opt = torch.optim.Adam(policy.parameters(), lr=cfg.lr, betas=(0.9, 0.99))
         self.chunk_prompts = cfg.prompts_per_step // cfg.n_workers
@@ -180,8 +217,10 @@ class _Trainer:
         b = collate(episodes, self.parts, cfg.train_tool_tokens)
         if self.advantage_fn is not None:  # the caller's own wiring: [B] rewards -> [B, T] token advantages
             token_adv = self.advantage_fn(total, cfg.group_size, b.mask)
-        else:
+        elif cfg.scale_rewards == "group":
             token_adv = self.token_advantages(self.parts.group_normalize(total, cfg.group_size), b.mask)
+        else:
+            token_adv = self.token_advantages(group_center(total, cfg.group_size), b.mask)
         logp_new = token_logp(self.policy, b)
         loss = self.loss_fn(logp_new, b.logp_old, token_adv, b.mask, cfg.clip_eps)
         self.opt.zero_grad(set_to_none=True)
@@ -192,13 +231,15 @@ class _Trainer:
                "staleness": sum(self.version - t["policy_version"] for t in batch) / len(batch)}
         for key in scores[0]:
             row[f"reward_{key}"] = sum(float(s[key]) for s in scores) / len(scores)
-        # measured apart from the reward: a reward_fn with its own weights or wiring must not change the metric
-        correct = [self.parts.accuracy_reward(e.answer_text, e.problem.answer) == 1.0 for e in episodes]
+        # measured apart from the reward, with the reference accuracy_reward: the weights, the wiring or a student's
+        # reward change what is learnt, never the metric
+        correct = [self.reference_accuracy(e.answer_text, e.problem.answer) == 1.0 for e in episodes]
         tool = [e.tool_calls > 0 for e in episodes]
         row["accuracy"] = sum(correct) / len(correct)
         row["tool_rate"] = sum(tool) / len(tool)
         row["copy_rate"] = (sum(c for c, t in zip(correct, tool) if t) / sum(tool)) if any(tool) else float("nan")
         row["response_tokens"] = sum(e.assistant_tokens() for e in episodes) / len(episodes)
+        row.update(_group_diagnostics(correct, total.tolist(), tool, token_adv.detach(), b.mask, cfg.group_size))
         if self.stats_fn is not None:
             row.update(self.stats_fn(logp_new.detach(), b.logp_old, token_adv, b.mask, cfg.clip_eps))
         row["train_seconds"] = time.thread_time() - t0
@@ -223,12 +264,18 @@ class _Trainer:
             async with admit:
                 self.version += 1
                 admit.notify_all()
+            if self.on_update is not None:  # e.g. keep a copy of every published version (evaluated later)
+                self.on_update(self.version, self.policy)
+            if self.progress is not None:
+                row = self.history[-1]
+                self.progress(step + 1, self.cfg.steps,
+                              f"训练批准确率 {row['accuracy']:.0%}，工具调用率 {row['tool_rate']:.0%}")
             await asyncio.sleep(0)  # hand over to the workers the new version admitted
 
     async def run(self) -> tuple:
         cfg = self.cfg
         capacity = (cfg.max_staleness + 1) * cfg.batch_size  # the admission rule never has more in flight
-        buffer, versioned = _make_buffer(self.parts.AsyncRolloutBuffer, cfg.batch_size, capacity, cfg.max_staleness)
+        buffer, versioned = make_buffer(self.parts.AsyncRolloutBuffer, cfg.batch_size, capacity, cfg.max_staleness)
         admit = asyncio.Condition()
         workers = [asyncio.ensure_future(self.worker(w, buffer, admit)) for w in range(cfg.n_workers)]
         try:
@@ -242,9 +289,9 @@ class _Trainer:
 
 
 async def grpo_async(policy, task: Task, cfg: GRPOConfig = GRPOConfig(), *, loss_fn=None, parts=None,
-                     advantage_fn=None) -> GRPOResult:
+                     advantage_fn=None, on_update=None, progress=None) -> GRPOResult:
     """grpo() for a running event loop (`await grpo_async(...)` in a notebook cell)."""
-    trainer = _Trainer(policy, task, cfg, resolve_parts(parts), loss_fn, advantage_fn)
+    trainer = _Trainer(policy, task, cfg, resolve_parts(parts), loss_fn, advantage_fn, on_update, progress)
     t0 = time.perf_counter()
     policy.train()
     dropped_stale, dropped_overflow = await trainer.run()
@@ -278,10 +325,13 @@ def run_coroutine(coro):
 
 
 def grpo(policy, task: Task, cfg: GRPOConfig = GRPOConfig(), *, loss_fn=None, parts=None,
-         advantage_fn=None) -> GRPOResult:
+         advantage_fn=None, on_update=None, progress=None) -> GRPOResult:
     """Train policy in place with GRPO for cfg.steps trainer steps; loss_fn(logp_new, logp_old, adv, mask, clip_eps).
 
     advantage_fn(rewards [B], group_size, loss_mask [B, T]) -> [B, T], when given, replaces the default
     wiring parts.group_normalize then parts.broadcast_to_tokens (exercise 7's second blank).
+    on_update(version, policy) runs after every trainer step, once the new version is published;
+    progress(step, steps, text) after every step too (a progress display).
     """
-    return run_coroutine(grpo_async(policy, task, cfg, loss_fn=loss_fn, parts=parts, advantage_fn=advantage_fn))
+    return run_coroutine(grpo_async(policy, task, cfg, loss_fn=loss_fn, parts=parts, advantage_fn=advantage_fn,
+                                    on_update=on_update, progress=progress))

@@ -1,4 +1,5 @@
-"""The student's blank in exercise 7: the masked, clipped policy-gradient loss (PPO surrogate, GRPO token-mean).
+"""The student's blank in exercise 7: the masked, clipped policy-gradient loss (PPO surrogate, DAPO's batch token mean;
+the GRPO paper averages per sequence first, see aggregation.py).
 
 This file holds the only copy of the formula: the grading sandbox hides it, and the trainer takes
 the loss as a parameter (grpo(..., loss_fn=...)).

@@ -50,14 +50,56 @@ def resolve_parts(overrides: dict[str, Any] | Parts | None = None, **kwargs: Any
     unknown = sorted(set(chosen) - set(EXERCISE_OF))
     if unknown:
         raise ValueError(f"unknown part(s) {unknown}; the parts are {sorted(EXERCISE_OF)}")
-    return Parts(**{name: chosen[name] if name in chosen else _reference(name) for name in EXERCISE_OF})
+    return Parts(**{name: chosen[name] if name in chosen else reference_part(name) for name in EXERCISE_OF})
 
 
-def _reference(name: str):
+def reference_part(name: str):
     """agentrl_ref's public `name` (agentrl_ref/__init__.py keeps format_reward the function, not its module)."""
     import agentrl_ref
 
     return getattr(agentrl_ref, name)
+
+
+def origin(obj) -> str:
+    """Where a function or class comes from: "你的代码（__main__.name）" or "参考实现（agentrl_ref.module.name）"."""
+    module, name = getattr(obj, "__module__", None) or "?", getattr(obj, "__qualname__", None) or repr(obj)
+    where = "参考实现" if module.split(".")[0] == "agentrl_ref" else "你的代码"
+    return f"{where}（{module}.{name}）"
+
+
+def describe_parts(parts=None, loss_fn=None, advantage_fn=None) -> str:
+    """One line per part the trainer will call, with origin(): what the student sees after setting MY_* ."""
+    from agentrl_ref.agent.grpo_trainer import default_loss_fn
+
+    resolved = resolve_parts(parts)
+    lines = [f"损失（本题 TODO 1–4）：       {origin(loss_fn or default_loss_fn())}"]
+    if advantage_fn is None:
+        lines.append("advantage（本题 TODO 5–6）：  参考接法："
+                     "练习 6 的 group_normalize，再 broadcast_to_tokens（见下）")
+    else:
+        lines.append(f"advantage（本题 TODO 5–6）：  {origin(advantage_fn)}")
+        for name in ("group_normalize", "broadcast_to_tokens"):
+            used = getattr(advantage_fn, "__globals__", {}).get(name)
+            if used is not None:
+                lines.append(f"    它调用的 {name}：{origin(used)}")
+    for name, exercise in EXERCISE_OF.items():
+        lines.append(f"练习 {exercise} {name}：{' ' * max(1, 26 - len(name))}{origin(getattr(resolved, name))}")
+    return "\n".join(lines)
+
+
+def uses_own_parts(parts=None, loss_fn=None, advantage_fn=None) -> bool:
+    """True when any part, the loss or the advantage wiring is not agentrl_ref's."""
+    return not parts_summary(parts, loss_fn, advantage_fn).endswith("全部是参考实现")
+
+
+def parts_summary(parts=None, loss_fn=None, advantage_fn=None) -> str:
+    """One short line for beside a training result: which of the student's parts ran (or: only references)."""
+    own = [name for name in (parts or {}) if not origin((parts or {})[name]).startswith("参考")]
+    if loss_fn is not None and not origin(loss_fn).startswith("参考"):
+        own.insert(0, "损失 " + getattr(loss_fn, "__name__", "?"))
+    if advantage_fn is not None and not origin(advantage_fn).startswith("参考"):
+        own.insert(1 if own and own[0].startswith("损失") else 0, "advantage " + getattr(advantage_fn, "__name__", "?"))
+    return "用到的零件：" + ("你的 " + "、".join(own) + "，其余是参考实现" if own else "全部是参考实现")
 
 
 def build_reward_fn(parts: Parts, weights: dict[str, float] | None = None, cos_max_len: int = COS_MAX_LEN):

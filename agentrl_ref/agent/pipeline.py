@@ -50,40 +50,78 @@ class CapstoneRun:
         return policy
 
 
-def evaluate_both(policy, task: Task, seed: int, parts=None) -> dict[str, EvalResult]:
-    """Held-out evaluation sampled at temperature 1 and greedy."""
-    return {"sampled": evaluate(policy, task.test, 1.0, seed=seed, parts=parts),
-            "greedy": evaluate(policy, task.test, 0.0, seed=seed, parts=parts)}
+def evaluate_both(policy, task: Task, seed: int, greedy: bool = True) -> dict[str, EvalResult]:
+    """Held-out evaluation sampled at temperature 1 and greedy (scored with the references, see evaluation.py)."""
+    out = {"sampled": evaluate(policy, task.test, 1.0, seed=seed)}
+    if greedy:
+        out["greedy"] = evaluate(policy, task.test, 0.0, seed=seed)
+    return out
 
 
-def run_sft(seed: int = NOTEBOOK_SEED, sft_cfg: SFTConfig | None = None, parts=None, n_test: int = 512) -> CapstoneRun:
-    """make_task(seed), a policy initialised with seed, SFT, and the 'before' evaluation (grpo_result is None)."""
-    task = make_task(seed, n_test=n_test)
+def fresh_policy(seed: int, state: dict | None = None) -> TinyPolicy:
+    """The policy of `seed` as initialised (or with `state` loaded)."""
     policy = make_policy(len(VOCAB), seed)
+    if state is not None:
+        policy.load_state_dict(state)
+    return policy
+
+
+def run_sft(seed: int = NOTEBOOK_SEED, sft_cfg: SFTConfig | None = None, parts=None, n_test: int = 512, *,
+            greedy: bool = True, progress=None) -> CapstoneRun:
+    """make_task(seed), a policy initialised with seed, SFT, and the 'before' evaluation (grpo_result is None).
+
+    progress(step, steps, text) is called after every SFT step (see sft())."""
+    task = make_task(seed, n_test=n_test)
+    policy = fresh_policy(seed)
     cfg = replace(sft_cfg or SFTConfig(), seed=seed)
     t0, c0 = time.perf_counter(), time.process_time()
-    log = sft(policy, task, cfg, parts=parts)
+    log = sft(policy, task, cfg, parts=parts, progress=progress)
     seconds, cpu = {"sft": time.perf_counter() - t0}, {"sft": time.process_time() - c0}
     t0, c0 = time.perf_counter(), time.process_time()
-    before = evaluate_both(policy, task, seed, parts)
+    before = evaluate_both(policy, task, seed, greedy)
     seconds["eval"], cpu["eval"] = time.perf_counter() - t0, time.process_time() - c0
     state = copy.deepcopy(policy.state_dict())
     return CapstoneRun(seed, task, policy, state, log, None, before, {}, seconds, cpu, os.getloadavg(), cfg)
 
 
 def run_grpo(run: CapstoneRun, grpo_cfg: GRPOConfig | None = None, *, loss_fn=None, parts=None,
-             advantage_fn=None) -> CapstoneRun:
+             advantage_fn=None, progress=None) -> CapstoneRun:
     """GRPO on run.policy (in place) from its current weights, then the 'after' evaluation; returns run."""
     cfg = replace(grpo_cfg or GRPOConfig(), seed=run.seed)
     t0, c0 = time.perf_counter(), time.process_time()
-    run.grpo_result = grpo(run.policy, run.task, cfg, loss_fn=loss_fn, parts=parts, advantage_fn=advantage_fn)
+    run.grpo_result = grpo(run.policy, run.task, cfg, loss_fn=loss_fn, parts=parts, advantage_fn=advantage_fn,
+                           progress=progress)
     run.seconds["grpo"], run.cpu_seconds["grpo"] = time.perf_counter() - t0, time.process_time() - c0
     t0, c0 = time.perf_counter(), time.process_time()
-    run.after = evaluate_both(run.policy, run.task, run.seed, parts)
+    run.after = evaluate_both(run.policy, run.task, run.seed)
     run.seconds["eval"] = run.seconds.get("eval", 0.0) + time.perf_counter() - t0
     run.cpu_seconds["eval"] = run.cpu_seconds.get("eval", 0.0) + time.process_time() - c0
     run.loadavg = os.getloadavg()
     return run
+
+
+def _reference_grpo(seed: int, state: dict, cfg: GRPOConfig, n_test: int) -> EvalResult:
+    """GRPO with every part the reference, from `state`, then the sampled held-out evaluation (a worker's job)."""
+    task = make_task(seed, n_test=n_test)
+    policy = fresh_policy(seed, state)
+    grpo(policy, task, cfg)
+    return evaluate(policy, task.test, 1.0, seed=seed)
+
+
+def run_grpo_compared(run: CapstoneRun, grpo_cfg: GRPOConfig | None = None, *, loss_fn=None, parts=None,
+                      advantage_fn=None, progress=None) -> tuple[CapstoneRun, EvalResult | None]:
+    """run_grpo(); when any part is the student's (parts_summary), the same GRPO with the references runs at the same
+    time in a worker process from the same weights. Returns (run, the reference's sampled evaluation or None)."""
+    from agentrl_ref.agent.parts import uses_own_parts
+    from agentrl_ref.agent.pool import start_jobs
+
+    reference = None
+    if uses_own_parts(parts, loss_fn, advantage_fn):
+        cfg = replace(grpo_cfg or GRPOConfig(), seed=run.seed)
+        state = copy.deepcopy(run.policy.state_dict())
+        reference = start_jobs(_reference_grpo, [(run.seed, state, cfg, len(run.task.test))])
+    run_grpo(run, grpo_cfg, loss_fn=loss_fn, parts=parts, advantage_fn=advantage_fn, progress=progress)
+    return run, (reference.get()[0][0] if reference is not None else None)
 
 
 def train(seed: int = NOTEBOOK_SEED, *, sft_cfg: SFTConfig | None = None, grpo_cfg: GRPOConfig | None = None,

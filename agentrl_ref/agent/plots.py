@@ -47,41 +47,109 @@ def plot_training_curves(result, title: str = "GRPO on the calculator task (trai
     return fig
 
 
-def plot_ablations(results: dict, keys=("accuracy", "tool_rate")):
-    """Grid: one row per ablation, one column per key (curves of both arms)."""
+def plot_differences(abl, comparisons, far: float = 0.3):
+    """One row per comparison (name, metric, arm A, arm B): each seed's B - A in percentage points, with its paired
+    +-2 SE bar (evaluation noise); the spread of the dots across seeds is the training noise on top of it.
+    Differences beyond `far` (a fraction) are drawn as arrows at the edge with their value, so the small ones stay
+    readable."""
     import matplotlib.pyplot as plt
 
-    names = list(results)
-    fig, axes = plt.subplots(len(names), len(keys), figsize=(4.2 * len(keys), 2.3 * len(names)), dpi=100,
-                             squeeze=False)
-    for row, name in enumerate(names):
-        for ax, key in zip(axes[row], keys):
-            for color, arm in zip(ARM_COLORS, results[name].arms):
-                h = arm.result.history
-                ax.plot([r["step"] for r in h], [r[key] for r in h], color=color, label=arm.label)
-            ax.set_ylim(-0.02, 1.02)
-            ax.set_title(f"{name}: {key.replace('_', ' ')}", fontsize=8)
-            ax.tick_params(labelsize=7)
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize=6.5)
-    for ax in axes[-1]:
-        ax.set_xlabel("trainer step", fontsize=8)
+    from agentrl_ref.agent.ablations import ARMS
+
+    rows = [(name, a, b, abl.compare(a, b, metric)) for name, metric, a, b in comparisons]
+    near = [100 * (abs(d.diff) + 2 * (d.se or 0.0)) for *_, diffs in rows for d in diffs if abs(d.diff) <= far]
+    limit = max([5.0] + near) * 1.15
+    fig, ax = plt.subplots(figsize=(8.6, 0.6 + 0.42 * len(rows)), dpi=100)
+    offsets = [0.22 * (i - (len(abl.seeds) - 1) / 2) for i in range(len(abl.seeds))]
+    ticks = []
+    for row, (name, a, b, diffs) in enumerate(rows):
+        y = len(rows) - 1 - row
+        for k, (d, dy) in enumerate(zip(diffs, offsets)):
+            color, x = ARM_COLORS[k % len(ARM_COLORS)], 100 * d.diff
+            label = f"seed {d.seed}" if row == 0 else None
+            if abs(x) > limit:
+                edge = limit if x > 0 else -limit
+                ax.plot(edge * 0.97, y + dy, marker=">" if x > 0 else "<", color=color, markersize=5, label=label)
+                ax.annotate(f"{x:+.0f}", (edge * 0.97, y + dy), xytext=(-4 if x > 0 else 4, 0),
+                            textcoords="offset points", ha="right" if x > 0 else "left", va="center", fontsize=6.5,
+                            color=color)
+            else:
+                err = None if d.se is None else 200 * d.se
+                ax.errorbar(x, y + dy, xerr=err, fmt="o", color=color, markersize=4, capsize=2, linewidth=1,
+                            label=label)
+        ticks.append((y, f"{name}: {ARMS[b].label} - {ARMS[a].label}"))
+    ax.axvline(0, color="#6b6b6b", linewidth=0.8)
+    ax.set_xlim(-limit, limit)
+    ax.set_yticks([y for y, _ in ticks], [text for _, text in ticks], fontsize=7)
+    ax.set_xlabel("difference in held-out accuracy (percentage points), +-2 SE over the held-out problems", fontsize=8)
+    ax.tick_params(axis="x", labelsize=7)
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     return fig
 
 
-def plot_schedule(res, max_steps: int = 8):
-    """The simulated timeline (schedule.replay) of each arm: rollout workers and trainer, first max_steps steps.
+def plot_versions(abl, arms=("stale0", "stale2")):
+    """Held-out accuracy of every published policy version against the simulated time it was published, one panel
+    per seed: the fair way to ask whether the faster, staler arm learns faster per second."""
+    import matplotlib.pyplot as plt
+
+    from agentrl_ref.agent.ablations import ARMS
+
+    cols = min(3, len(abl.seeds))
+    rows = -(-len(abl.seeds) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.1 * cols, 2.7 * rows), dpi=100, squeeze=False, sharey=True)
+    for ax in axes.flat[len(abl.seeds):]:
+        ax.set_visible(False)
+    for ax, seed in zip(axes.flat, abl.seeds):
+        for color, arm in zip(ARM_COLORS, arms):
+            versions = abl.runs[arm, seed].versions
+            ax.step([v.published for v in versions], [v.accuracy for v in versions], where="post", color=color,
+                    marker="o", markersize=2.5, linewidth=1.2, label=ARMS[arm].label)
+        ax.set_title(f"seed {seed}", fontsize=8)
+        ax.set_xlabel("simulated seconds (version published)", fontsize=7)
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3)
+    axes[0, 0].set_ylabel("held-out accuracy", fontsize=8)
+    axes[0, 0].legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def plot_cliff(abl, arms=("cliff_full", "cliff_acc", "cliff_no_std"), key="tool_rate"):
+    """The cliff: tool-call rate of each training batch per step, one panel per arm, one line per seed."""
+    import matplotlib.pyplot as plt
+
+    from agentrl_ref.agent.ablations import ARMS
+
+    fig, axes = plt.subplots(1, len(arms), figsize=(3.1 * len(arms), 2.6), dpi=100, squeeze=False, sharey=True)
+    for ax, arm in zip(axes[0], arms):
+        for color, seed in zip(ARM_COLORS, abl.seeds):
+            h = abl.runs[arm, seed].history
+            ax.plot([r["step"] for r in h], [r[key] for r in h], color=color, label=f"seed {seed}")
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_title(ARMS[arm].label, fontsize=8)
+        ax.set_xlabel("trainer step", fontsize=7)
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3)
+    axes[0, 0].set_ylabel(key.replace("_", " ") + " (training batch)", fontsize=8)
+    axes[0, 0].legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def plot_schedule(arm_runs, max_steps: int = 8):
+    """The simulated timeline (schedule.replay) of each arm run: rollout workers and trainer, first max_steps steps.
 
     A bar's label is the trainer step its work belongs to; with max_staleness=0 the devices take turns,
     with max_staleness > 0 the workers generate later batches while the trainer trains.
     """
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(len(res.arms), 1, figsize=(9.0, 1.5 * len(res.arms) + 0.6), dpi=100, squeeze=False)
+    fig, axes = plt.subplots(len(arm_runs), 1, figsize=(9.0, 1.5 * len(arm_runs) + 0.6), dpi=100, squeeze=False)
     end = 0.0
-    for ax, arm in zip(axes[:, 0], res.arms):
-        rep = arm.result.replay
+    for ax, arm in zip(axes[:, 0], arm_runs):
+        rep = arm.replay
         devices = sorted({d for d, *_ in rep.intervals}, key=lambda d: (d == "trainer", d))
         for device, start, stop, step in rep.intervals:
             if step >= max_steps:

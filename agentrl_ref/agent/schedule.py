@@ -22,6 +22,7 @@ class Replay:
     steps: int
     trajectories: int
     intervals: list[tuple[str, float, float, int]] = field(default_factory=list, repr=False)  # device, start, end, step
+    publish: list[float] = field(default_factory=list, repr=False)  # publish[v]: when policy version v exists
 
     @property
     def throughput(self) -> float:
@@ -60,4 +61,4 @@ def replay(chunks: list[dict], train_seconds: list[float], n_workers: int, chunk
         publish.append(trainer_free)
     serial = sum(c["seconds"] for c in chunks[: steps * chunks_per_step]) + sum(train_seconds)
     trajectories = steps * chunks_per_step * trajectories_per_chunk
-    return Replay(trainer_free, serial, idle, waited, steps, trajectories, intervals)
+    return Replay(trainer_free, serial, idle, waited, steps, trajectories, intervals, publish)

@@ -53,8 +53,10 @@ def lr_at(step: int, cfg: SFTConfig) -> float:
     return cfg.lr * min(1.0, (step + 1) / cfg.warmup)
 
 
-def sft(policy, task: Task, cfg: SFTConfig = SFTConfig(), parts=None) -> dict:
+def sft(policy, task: Task, cfg: SFTConfig = SFTConfig(), parts=None, progress=None) -> dict:
     """Train policy in place on cfg.steps batches of demonstrations; returns {"loss": [...], "seconds": float}.
+
+    progress(step, steps, text), when given, is called after every step (a progress display decides how often to draw).
 
     The loss is the mean cross-entropy over the tokens where the shifted loss mask is 1 (labels
     elsewhere are ignore_index), i.e. over the assistant's own tokens and its <|im_end|>.
@@ -78,4 +80,6 @@ def sft(policy, task: Task, cfg: SFTConfig = SFTConfig(), parts=None) -> dict:
             torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
             opt.step()
             losses.append(loss.item())
+            if progress is not None:
+                progress(step + 1, cfg.steps, f"loss {losses[-1]:.3f}")
     return {"loss": losses, "seconds": time.perf_counter() - t0}

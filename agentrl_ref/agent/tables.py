@@ -1,8 +1,7 @@
-"""Markdown tables for the notebook: before/after GRPO, ablations, seeds (labels may be Chinese)."""
+"""Markdown tables for the notebook: before/after GRPO, ablations per seed, the cliff (labels may be Chinese)."""
 from __future__ import annotations
 
 import math
-import re
 
 from agentrl_ref.teaching.md_table import markdown_table
 
@@ -34,46 +33,124 @@ def before_after_table(run) -> str:
     return markdown_table(["指标（留出集）", "SFT 后", "GRPO 后"], rows, ["", "r", "r"])
 
 
-# Chinese names for the ablations and their arms (the figures keep the English labels: ASCII only)
+# Chinese names for the ablations and their arms (the figures keep the English labels of ablations.ARMS: ASCII only)
 ABLATION_ZH = {"tool_mask": "tool 结果", "staleness": "版本差上限", "cosine": "cosine 长度项",
-               "credit": "advantage 分配", "cliff": "悬崖：SFT 步数"}
-ARM_ZH = {"tool result masked": "屏蔽（默认）", "tool result trained": "也训练",
-          "cosine on": "开（默认）", "cosine off": "关",
-          "broadcast": "广播到每个训练 token（默认）", "last token only": "只给最后一个训练 token"}
+               "credit": "advantage 分配", "loss_agg": "损失的聚合方式", "cliff": "悬崖：SFT 太短"}
+ARM_ZH = {"baseline": "默认", "tool_trained": "也训练 tool 结果", "stale0": "max_staleness=0",
+          "stale2": "max_staleness=2", "cos_off": "关掉 cosine 项", "last_token": "只给最后一个训练 token",
+          "seq_mean": "先每条平均（GRPO 论文）", "constant": "除以常数（Dr. GRPO）",
+          "cliff_full": "完整奖励", "cliff_acc": "只看正确性", "cliff_no_std": "不除以标准差"}
+# the reference arm of each ablation, as the comparison names it
+REFERENCE_ZH = {("tool_mask", "baseline"): "屏蔽 tool 结果（默认）", ("cosine", "baseline"): "cosine 项开（默认）",
+                ("credit", "baseline"): "广播到每个训练 token（默认）",
+                ("loss_agg", "baseline"): "整批 token 平均（默认）"}
+# metric -> (Chinese name, unit of verdicts.judge)
+METRICS = {"accuracy": ("留出集准确率", "pct"), "tool_rate": ("GRPO 之后的工具调用率", "pct"),
+           "response_tokens": ("平均回复 token 数", "num"), "answer_chars": ("答对时最终回答的字符数", "num"),
+           "sim_seconds": ("模拟用时", "s"),
+           "time_accuracy": ("两臂都在训练的那段模拟时间里，最新发布版本的平均准确率", "pct"),
+           "start_tool_rate": ("工具调用率", "pct")}
 
 
-def arm_label_zh(label: str) -> str:
-    """The Chinese label of an ablation arm ("SFT 60 steps" -> "SFT 60 步"); unknown labels come back unchanged."""
-    match = re.fullmatch(r"SFT (\d+) steps", label)
-    return f"SFT {match[1]} 步" if match else ARM_ZH.get(label, label)
+def arm_zh(name: str, arm: str) -> str:
+    """The Chinese label of an arm inside ablation `name`."""
+    return REFERENCE_ZH.get((name, arm), ARM_ZH[arm])
 
 
-def ablation_table(results: dict, compact: bool = False) -> str:
-    """One row per arm: starting copy rate, final sampled accuracy and tool rate, lengths, staleness, simulated time.
+def comparison_verdicts(abl, name: str) -> list:
+    """verdicts.Verdict of every comparison of ablation `name`, computed from abl's per-seed results."""
+    from agentrl_ref.agent.ablations import ABLATIONS
+    from agentrl_ref.agent.verdicts import judge
 
-    "模拟用时" is schedule.replay()'s total: rollout workers and trainer on devices of their own.
-    compact: only the final accuracy and tool rate, the length of correct answers and the mean version lag
-    (a table narrow enough for a book page; the notebook prints the rest next to each ablation).
-    """
+    out = []
+    for metric, a, b in ABLATIONS[name].comparisons:
+        label, unit = METRICS[metric]
+        if metric == "start_tool_rate":  # one arm against its own start
+            out.append(judge(abl.compare(a, b, metric), f"{arm_zh(name, b)}：{label}", "GRPO 之前", "GRPO 之后",
+                             unit=unit))
+        else:
+            higher, lower = ("长", "短") if metric == "sim_seconds" else ("高", "低")
+            out.append(judge(abl.compare(a, b, metric), label, arm_zh(name, a), arm_zh(name, b), unit=unit,
+                             higher=higher, lower=lower))
+    return out
+
+
+def _cell(value: float, unit: str) -> str:
+    if unit == "pct":
+        return fmt(value)
+    return f"{value:.2f}" + (" s" if unit == "s" else "")
+
+
+def _diff_cell(d, unit: str) -> str:
+    scale = 100 if unit == "pct" else 1
+    text = f"{scale * d.diff:+.1f}" if unit == "pct" else f"{d.diff:+.2f}"
+    if d.se is not None:
+        text += f" ± {scale * 2 * d.se:.1f}" if unit == "pct" else f" ± {2 * d.se:.2f}"
+    return text
+
+
+def seed_table(abl, name: str) -> str:
+    """Every comparison of ablation `name`, one row per seed: both arms and B − A ± 2 SE (the SE is paired over the
+    held-out problems; missing where a metric has one number per seed)."""
+    from agentrl_ref.agent.ablations import ABLATIONS
+
     rows = []
-    for res in results.values():
-        for i, arm in enumerate(res.arms):
-            s = arm.summary
-            name = ABLATION_ZH.get(res.name, res.name) if i == 0 else None
-            start = fmt(arm.before.copy_rate) if arm.before is not None else "—"
-            if compact:
-                rows.append([name, arm_label_zh(arm.label), fmt(s["accuracy"]), fmt(s["tool_rate"]),
-                             fmt(s["correct_answer_chars"], "num"), f"{s['mean_staleness']:.2f}"])
-                continue
-            rows.append([name, arm_label_zh(arm.label), start, fmt(s["accuracy"]), fmt(s["tool_rate"]),
-                         fmt(s["correct_answer_chars"], "num"), fmt(s["response_tokens"], "num"),
-                         f"{s['mean_staleness']:.2f}", f"{s['sim_seconds']:.1f} s", str(s["steps_waited"])])
-    if compact:
-        header = ["消融", "设置", "准确率（采样）", "工具调用率", "答对时答案字符数", "平均版本差"]
-        return markdown_table(header, rows, ["", "", "r", "r", "r", "r"])
-    header = ["消融", "设置", "起点复制率", "准确率（采样）", "工具调用率", "答对时答案字符数", "平均回复 token 数",
-              "平均版本差", "模拟用时", "训练器等待步数"]
-    return markdown_table(header, rows, ["", "", "r", "r", "r", "r", "r", "r", "r", "r"])
+    for metric, a, b in ABLATIONS[name].comparisons:
+        if metric == "start_tool_rate":
+            continue
+        label, unit = METRICS[metric]
+        for i, d in enumerate(abl.compare(a, b, metric)):
+            what = f"{label.split('，')[-1]}：{arm_zh(name, b)} 对 {arm_zh(name, a)}" if i == 0 else None
+            rows.append([what, str(d.seed), _cell(d.a, unit), _cell(d.b, unit), _diff_cell(d, unit)])
+    header = ["比较", "种子", "对照的一臂", "改动的一臂", "差（±2 标准误）"]
+    return markdown_table(header, rows, ["", "r", "r", "r", "r"])
+
+
+def _mean(values) -> float:
+    values = [v for v in values if not math.isnan(v)]
+    return sum(values) / len(values) if values else float("nan")
+
+
+def cliff_table(abl, first_steps: int = 4) -> str:
+    """The cliff in two tables: where GRPO started on each seed (the short SFT), and per seed and arm where the
+    advantages came from in the first steps and the tool-call rate after GRPO."""
+    from agentrl_ref.agent.ablations import ABLATIONS
+
+    arms = ABLATIONS["cliff"].arms
+    starts = [[str(seed), fmt(r.before.tool_rate), fmt(r.before.copy_rate), fmt(r.before.accuracy)]
+              for seed in abl.seeds for r in [abl.runs[arms[0], seed]]]
+    rows = []
+    for seed in abl.seeds:
+        for i, arm in enumerate(arms):
+            r = abl.runs[arm, seed]
+            h = r.history[:first_steps]
+            rows.append([str(seed) if i == 0 else None, ARM_ZH[arm], fmt(_mean(x["groups_acc_differ"] for x in h)),
+                         fmt(_mean(x["groups_reward_differ"] for x in h)),
+                         f"{_mean(x['tool_advantage'] for x in h):+.3f}", fmt(r.after.tool_rate)])
+    start_table = markdown_table(["种子", "工具调用率", "复制率", "准确率"], starts, ["r", "r", "r", "r"])
+    header = ["种子", "奖励", "正确性有差别的组", "总奖励有差别的组", "调用工具的回答的平均 advantage",
+              "GRPO 后工具调用率"]
+    arm_table = markdown_table(header, rows, ["r", "", "r", "r", "r", "r"])
+    return (f"**GRPO 的起点**（短 SFT 之后，留出集采样）\n\n{start_table}\n\n"
+            f"**三臂**（中间三列是 GRPO 前 {first_steps} 步的平均）\n\n{arm_table}")
+
+
+def reference_line(run, reference) -> str:
+    """One line for a run that used the student's parts: where the reference would have ended from the same weights,
+    and whether the student's run is within the evaluation noise of it (paired over the held-out problems)."""
+    from agentrl_ref.agent.verdicts import NOISE_Z, paired_se
+
+    if reference is None:
+        return ""
+    mine = run.after["sampled"]
+    diff = mine.accuracy - reference.accuracy
+    noise = NOISE_Z * paired_se(reference.correct, mine.correct)
+    start = (f"同一份 SFT 权重、同样的 GRPO，参考实现训练后留出集准确率（采样）是 {fmt(reference.accuracy)}，"
+             f"你的是 {fmt(mine.accuracy)}：差 {100 * diff:+.1f} 个百分点，")
+    if abs(diff) <= noise:
+        return start + f"在评估噪声（±{100 * noise:.1f}）之内。"
+    return (start + f"超出了评估噪声（±{100 * noise:.1f}）。你的零件和参考实现的结果差得多；下面的图是你这次的训练，"
+            "图下的文字却是按参考实现的训练写的。对照上面打印的零件来源，逐个换回参考实现，找出是哪一个。")
 
 
 def timing_table(run) -> str:
@@ -83,6 +160,7 @@ def timing_table(run) -> str:
     """
     s, c = run.seconds, run.cpu_seconds
     rows = [[label, f"{s.get(key, 0):.1f} s", f"{c.get(key, 0):.1f} s"]
-            for label, key in (("SFT", "sft"), ("GRPO", "grpo"), ("评估（4 次，各 n 题）", "eval"))]
+            for label, key in (("SFT", "sft"), ("GRPO", "grpo"),
+                               (f"评估（4 次，各 {len(run.task.test)} 题）", "eval"))]
     rows.append(["load average (1, 5, 15 min)", ", ".join(f"{x:.2f}" for x in run.loadavg), None])
     return markdown_table(["阶段", "墙钟时间", "CPU 时间"], rows, ["", "r", "r"])

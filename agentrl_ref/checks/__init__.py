@@ -6,8 +6,12 @@
         Never raises, never shows a traceback.
 
     run_test("ex1_format_reward.seed_table", format_reward)
-        inside an nbgrader test cell: the same test; prints the same report and raises
-        AssertionError when it fails, so nbgrader scores the cell 0.
+        inside an nbgrader test cell: the same test; prints the report when it passes, and when it
+        fails raises AssertionError carrying the report (shown once, in red, and in nbgrader's
+        Validate dialog), so nbgrader scores the cell 0.
+
+A report starts with the ✓/✗ heading; what the test printed while it ran (its details) follows the
+heading, then the failure and its hint.
 
 A visible test may be a coroutine function (exercise 4 tests asyncio code). Inside a Jupyter cell an
 event loop is already running, so run_test() and check() then return a coroutine and the cell awaits
@@ -24,9 +28,12 @@ records with the reference notebook's outside the kernel (grader/verdict.py).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
+import io
 import sys
 import traceback
+import unicodedata
 from dataclasses import dataclass
 from importlib import import_module
 from typing import Any, Callable
@@ -46,7 +53,30 @@ class CheckFailure(AssertionError):
     nbgrader still counts the cell as failed."""
 
     def _render_traceback_(self) -> list[str]:
-        return [f"\x1b[0;31m✗ 没通过\x1b[0m：{self}"]
+        lines = [piece for line in str(self).split("\n") for piece in _wrap(line)]
+        if lines and lines[0].startswith("✗"):  # a whole report (run_test): its heading in red
+            return [f"\x1b[0;31m{lines[0]}\x1b[0m", *lines[1:]]
+        return [f"\x1b[0;31m✗ 没通过\x1b[0m：{lines[0] if lines else ''}", *lines[1:]]
+
+
+WRAP = 72  # display columns (a Chinese character takes two): nbgrader's Validate dialog does not wrap lines
+
+
+def _wrap(line: str, width: int = WRAP) -> list[str]:
+    """line cut into pieces of at most `width` display columns; continuation pieces keep its indent plus two."""
+    def columns(text: str) -> int:
+        return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+    if columns(line) <= width:
+        return [line]
+    indent = " " * (len(line) - len(line.lstrip(" ")) + 2)
+    pieces, current = [], ""
+    for ch in line:
+        if current and columns(current + ch) > width:
+            pieces.append(current)
+            current = indent
+        current += ch
+    return pieces + [current]
 
 
 @dataclass(frozen=True)
@@ -110,32 +140,41 @@ def _failure(exc: Exception) -> str:
     return _unfilled_blank(exc) or f"运行时抛出 {type(exc).__name__}: {exc}"
 
 
-def _run_one(test: VisibleTest, objects: list[Any]) -> tuple[bool, str, Any]:
-    """(passed, failure message, what the test observed: the raw outputs of the student's code it checked)."""
+def _run_one(test: VisibleTest, objects: list[Any]) -> tuple[bool, str, Any, str]:
+    """(passed, failure message, what the test observed: the raw outputs of the student's code it checked, what the
+    test printed: its details, shown under the report's heading)."""
+    details = io.StringIO()
     try:
-        observed = test.func(*objects)
+        with contextlib.redirect_stdout(details):
+            observed = test.func(*objects)
     except Exception as exc:
-        return False, _failure(exc), None
-    return True, "", observed
+        return False, _failure(exc), None, details.getvalue()
+    return True, "", observed, details.getvalue()
 
 
-def _report(test: VisibleTest, ok: bool, message: str) -> str:
-    if ok:
-        return f"✓ {test.title}"
-    return f"✗ {test.title}\n    {message}"
+def _report(test: VisibleTest, ok: bool, message: str, details: str = "") -> str:
+    """The ✓/✗ heading first, then the test's details, then (failed) the failure and its hint."""
+    lines = [f"{'✓' if ok else '✗'} {test.title}"]
+    if details.strip():
+        lines.append(details.rstrip("\n"))
+    if not ok:
+        lines.append(f"    {message}")
+    return "\n".join(lines)
 
 
 def _is_async(test: VisibleTest) -> bool:
     return inspect.iscoroutinefunction(test.func)
 
 
-async def _run_one_async(test: VisibleTest, objects: list[Any]) -> tuple[bool, str, Any]:
+async def _run_one_async(test: VisibleTest, objects: list[Any]) -> tuple[bool, str, Any, str]:
     """_run_one for a coroutine test function (same messages)."""
+    details = io.StringIO()
     try:
-        observed = await test.func(*objects)
+        with contextlib.redirect_stdout(details):
+            observed = await test.func(*objects)
     except Exception as exc:
-        return False, _failure(exc), None
-    return True, "", observed
+        return False, _failure(exc), None, details.getvalue()
+    return True, "", observed, details.getvalue()
 
 
 def _run_or_hand_back(coro):
@@ -147,11 +186,12 @@ def _run_or_hand_back(coro):
     return coro
 
 
-def _finish(test: VisibleTest, ok: bool, message: str, observed: Any) -> None:
-    """run_test's ending: the report; the observations as a grading record; CheckFailure if it failed."""
-    print(_report(test, ok, message))
+def _finish(test: VisibleTest, ok: bool, message: str, observed: Any, details: str) -> None:
+    """run_test's ending: passed, the report and the observations as a grading record; failed, CheckFailure carrying
+    the report (printed once: as the cell's error, which is also what nbgrader's Validate shows)."""
     if not ok:
-        raise CheckFailure(f"{test.title}: {message}")
+        raise CheckFailure(_report(test, ok, message, details))
+    print(_report(test, ok, message, details))
     probe(f"visible:{test.test_id}", observed)
 
 
@@ -189,8 +229,8 @@ async def _check_async(tests: list[VisibleTest], namespace: dict[str, Any]) -> N
     passed = 0
     for test in tests:
         objects = [namespace[name] for name in test.needs]
-        ok, message, _ = await _run_one_async(test, objects) if _is_async(test) else _run_one(test, objects)
-        print(_report(test, ok, message))
+        ok, message, _, details = await _run_one_async(test, objects) if _is_async(test) else _run_one(test, objects)
+        print(_report(test, ok, message, details))
         passed += ok
     _print_summary(passed, len(tests))
 
@@ -211,7 +251,7 @@ def check(part: str, namespace: dict[str, Any] | None = None):
         return
     passed = 0
     for test in tests:
-        ok, message, _ = _run_one(test, [namespace[name] for name in test.needs])
-        print(_report(test, ok, message))
+        ok, message, _, details = _run_one(test, [namespace[name] for name in test.needs])
+        print(_report(test, ok, message, details))
         passed += ok
     _print_summary(passed, len(tests))

@@ -5,6 +5,8 @@ this package outside agent/loss.py, which the grading sandbox hides). Each test 
 the student's code returned; run_test records them for grading (dtype, shape and values compared).
 torch is imported inside the tests, so that check() of other exercises does not pay for it.
 """
+import math
+
 from agentrl_ref.checks import expect, visible_test
 
 EX = "ex7_agent_grpo"
@@ -35,41 +37,93 @@ def _expect_scalar(name: str, value) -> None:
                 "对整批 token 求和后再除，结果是 0 维。")
 
 
-def _branch_hint(got: list[float]) -> str:
-    expected = [case[2] for case in BRANCH_CASES]
-    if all(abs(g + e) <= TOL for g, e in zip(got, expected)):
-        return "每一项都差一个负号：优化器做的是最小化，要最大化的是 min(ratio·A, clip(ratio)·A)，损失是它的相反数。"
-    if abs(got[0] - expected[0]) > TOL:
-        return ("ratio 在区间内时损失就是 -ratio·A：检查 ratio 是不是由两个 log-prob 之差取指数得到的"
-                "（log-prob 之差本身不是概率比，两个 log-prob 相除也不是）。")
-    if abs(got[1] + 1.5) <= TOL and abs(got[2] - 1.2) <= TOL:
-        return "取成了两项中较大的一个：PPO 取较小的（悲观的）那一项，裁剪只会去掉激励，不会增加激励。"
-    return ("被裁剪的是 ratio，不是 advantage：clip(ratio, 1-ε, 1+ε)·A；再和未裁剪的 ratio·A 取较小的一项。"
-            "A>0 时 ratio 超过 1+ε 的部分不再有奖励，A<0 时 ratio 低于 1-ε 的部分不再有奖励。")
+# What each classic mistake makes of the five one-token BRANCH_CASES (ratio r, advantage A, eps = 0.2; the tests pass
+# logp_old = 0 and logp_new = ln r). Worked out by hand, one per-token loss per case; every failing test of
+# clipped_pg_loss names the mistake whose numbers the student's function reproduces, so all its ✗ lines agree.
+HINT_DIVIDED = ("得到了 nan 或 inf：多半是把两个 log-prob 相除了（这里 logp_old = 0）。两个 log-prob 相除既不是概率比，"
+                "也不是对数概率比；概率比是 exp(logp_new - logp_old)。")
+MISTAKES = (
+    # ratio = logp_new - logp_old, no exp: r' = ln r = 0, 0.405465, 0.405465, -0.693147, -0.693147; clip(r') = 0.8
+    # each; -min(r'A, 0.8A) = -min(0, 1.6), -min(0.405, 0.8), -min(-0.405, -0.8), -min(-0.693, 0.8), -min(0.693, -0.8)
+    ((0.0, -0.405465, 0.8, 0.693147, 0.8),
+     "概率比没有取 exp：logp_new - logp_old 是对数概率比，它在 0 附近，不在 1 附近（概率比为 1 时它是 0，"
+     "于是在区间内的那个 token 损失成了 0）；用 torch.exp 把它变回概率比。"),
+    # ratio = exp(logp_old - logp_new) = 1/r = 1, 0.666667, 0.666667, 2, 2; clip: 1, 0.8, 0.8, 1.2, 1.2
+    ((-2.0, -0.666667, 0.8, -1.2, 2.0),
+     "概率比上下颠倒了：是新策略比旧策略，exp(logp_new - logp_old)，不是 exp(logp_old - logp_new)。"),
+    # clip(A) instead of clip(ratio): -min(rA, r * clip(A)) = -min(2, 1.2), -min(1.5, 1.5), -min(-1.5, 1.2), ...
+    ((-1.2, -1.5, 1.5, -0.5, 0.5),
+     "裁剪的是 advantage：被裁剪的应当是概率比，clip(ratio, 1-ε, 1+ε)·A，advantage 原样乘上去。"),
+    # clamp(ratio, max=1 + eps) only: the last case (r = 0.5 < 1 - eps, A < 0) keeps -min(-0.5, -0.5) = 0.5, not 0.8
+    ((-2.0, -1.2, 1.5, -0.5, 0.5),
+     "只裁剪了上界：概率比低于 1-ε 时也要裁剪（A<0 时那部分不再有奖励），torch.clamp 要同时给出下界和上界。"),
+    # -max(rA, clip(r)A): -max(2, 2), -max(1.5, 1.2), -max(-1.5, -1.2), -max(0.5, 0.8), -max(-0.5, -0.8)
+    ((-2.0, -1.5, 1.2, -0.8, 0.5),
+     "取成了两项中较大的一个：PPO 取较小的（悲观的）那一项，裁剪只会去掉激励，不会增加激励。"),
+    # min(rA, clip(r)A) without the minus: every correct value with the opposite sign
+    ((2.0, 1.2, -1.5, 0.5, -0.8),
+     "每一项都差一个负号：优化器做的是最小化，要最大化的是 min(ratio·A, clip(ratio)·A)，损失是它的相反数。"),
+    # right per-token losses over the 5 positions of the row instead of the 1 trained token: -2/5, -1.2/5, ...
+    ((-0.4, -0.24, 0.3, -0.1, 0.16),
+     "每个 token 的损失都对，但除以了所有位置的个数（序列长度 T 或 B×T）：分母应该是 mask 里 1 的个数 mask.sum()，"
+     "padding 和不训练的 token 不能把损失摊薄。"),
+    # the sum over all five positions, mask not applied: -2 - 1.2 + 1.5 - 0.5 + 0.8 = -1.4 whichever token is trained
+    ((-1.4, -1.4, -1.4, -1.4, -1.4),
+     "分子没有乘 mask：mask 为 0 的位置（这里是另外四个 token）的损失也被加了进来。"),
+)
+GENERIC_CLIP_HINT = ("被裁剪的是概率比，不是 advantage：clip(ratio, 1-ε, 1+ε)·A；再和未裁剪的 ratio·A 取较小的一项。"
+                     "A>0 时概率比超过 1+ε 的部分不再有奖励，A<0 时概率比低于 1-ε 的部分不再有奖励。")
+
+
+def _name_mistake(got: list[float]) -> str | None:
+    """The hint of the classic mistake whose one-token losses are `got` (NaN or inf: the log-probs were divided)."""
+    if not all(math.isfinite(g) for g in got):
+        return HINT_DIVIDED
+    for signature, hint in MISTAKES:
+        if all(abs(g - want) <= 1e-4 for g, want in zip(got, signature)):
+            return hint
+    return None
+
+
+def _branch_losses(clipped_pg_loss) -> list:
+    """The loss of each of the five BRANCH_CASES, one token in the mask at a time (tensors, as returned)."""
+    import torch
+
+    logp_new = torch.tensor([[math.log(case[0]) for case in BRANCH_CASES]])  # [1, 5] float32
+    logp_old = torch.zeros(1, len(BRANCH_CASES))
+    advantages = torch.tensor([[case[1] for case in BRANCH_CASES]])
+    outs = []
+    for i in range(len(BRANCH_CASES)):
+        mask = torch.zeros(1, len(BRANCH_CASES))
+        mask[0, i] = 1.0  # only token i counts: the token-mean is that token's loss
+        outs.append(clipped_pg_loss(logp_new, logp_old, advantages, mask, 0.2))
+    return outs
+
+
+def _diagnose(clipped_pg_loss) -> str | None:
+    """The classic mistake in clipped_pg_loss, from its one-token losses (None: not one of MISTAKES)."""
+    try:
+        return _name_mistake([float(out.detach()) for out in _branch_losses(clipped_pg_loss)])
+    except Exception:  # the failing test reports what the student's code raised
+        return None
 
 
 @visible_test(EX, "clipped_pg_loss", "裁剪的几种情况：一次只让一个 token 进入 mask")
 def clip_branches(clipped_pg_loss):
-    import math
-
     import torch
 
-    ratios = [case[0] for case in BRANCH_CASES]
-    logp_new = torch.tensor([[math.log(r) for r in ratios]])  # [1, 5] float32
-    logp_old = torch.zeros(1, len(ratios))
-    advantages = torch.tensor([[case[1] for case in BRANCH_CASES]])
-    outs = []
-    for i in range(len(BRANCH_CASES)):
-        mask = torch.zeros(1, len(ratios))
-        mask[0, i] = 1.0  # only token i counts: the token-mean is that token's loss
-        out = clipped_pg_loss(logp_new, logp_old, advantages, mask, 0.2)
+    outs = _branch_losses(clipped_pg_loss)
+    for out in outs:
         _expect_scalar("clipped_pg_loss", out)
-        outs.append(out)
     got = [float(out.detach()) for out in outs]
     print("  逐个 token 的损失:", [round(g, 4) for g in got])
+    hint = _name_mistake(got) or GENERIC_CLIP_HINT
     for (_, _, want, what), g in zip(BRANCH_CASES, got):
-        expect(abs(g - want) <= TOL, f"{what}：得到 {g:.4f}，期望 {want:g}", hint=_branch_hint(got))
-    whole = clipped_pg_loss(logp_new, logp_old, advantages, torch.ones(1, len(ratios)), 0.2)
+        expect(abs(g - want) <= TOL, f"{what}：得到 {g:.4f}，期望 {want:g}", hint=hint)
+    logp_new = torch.tensor([[math.log(case[0]) for case in BRANCH_CASES]])
+    logp_old = torch.zeros(1, len(BRANCH_CASES))
+    advantages = torch.tensor([[case[1] for case in BRANCH_CASES]])
+    whole = clipped_pg_loss(logp_new, logp_old, advantages, torch.ones(1, len(BRANCH_CASES)), 0.2)
     _expect_scalar("clipped_pg_loss", whole)
     together = float(whole.detach())
     print("  五个 token 一起:   ", round(together, 4))
@@ -104,17 +158,15 @@ def token_mean(clipped_pg_loss):
         outs.append(out)
     short, padded = (float(o.detach()) for o in outs)
     print(f"  长度 5: {short:.4f}   补到长度 12: {padded:.4f}   （期望都是 {TOKEN_MEAN:g}）")
-    hint = "把 mask 为 1 的 token 的损失加起来，除以 mask 里 1 的个数（整批一起算）。"
-    if abs(short) <= TOL:
-        hint = ("得到 0：要么先在每条序列里求平均、再对序列求平均（两条序列权重相同，短序列的每个 token 权重更大），"
-                "要么没有乘 mask（advantage 在 padding 上也不是 0）。")
-    elif abs(short - (-0.2)) <= TOL:
-        hint = "得到 -0.2 = -2 / 10：除以了 B×T（所有位置），padding 和不训练的 token 把损失摊薄了。"
+    hint = _diagnose(clipped_pg_loss) or "把 mask 为 1 的 token 的损失加起来，除以 mask 里 1 的个数（整批一起算）。"
+    if _diagnose(clipped_pg_loss) is None and abs(short) <= TOL:
+        hint = ("得到 0：先在每条序列里求了平均、再对序列求平均（这里两条序列 A 相反、权重相同，正好抵消）。本题是整批"
+                "一起的 token 平均：分子、分母都对整批求和，长序列的每个 token 和短序列的每个 token 权重一样。")
     expect(abs(short - TOKEN_MEAN) <= TOL,
            f"两条序列（3 个和 1 个训练 token，A=+1 和 -1，ratio=1）：得到 {short:.4f}，期望 {TOKEN_MEAN:g}", hint=hint)
     expect(abs(padded - TOKEN_MEAN) <= TOL,
            f"同一批数据补 padding 到长度 12：得到 {padded:.4f}，期望仍是 {TOKEN_MEAN:g}",
-           hint="padding 的 mask 是 0，不能改变损失：分母不能是序列长度 T。")
+           hint=_diagnose(clipped_pg_loss) or "padding 的 mask 是 0，不能改变损失：分母不能是序列长度 T。")
     return outs
 
 
@@ -138,9 +190,9 @@ def gradient(clipped_pg_loss):
     want = [-1.0 / 3, 0.0, -0.5 / 3, 0.0]
     got = [round(g, 4) + 0.0 for g in grad[0].tolist()]  # + 0.0: no -0.0
     print("  d loss / d logp_new:", got)
-    hint = ("未被裁剪的训练 token：梯度 = -ratio·A / n（n = mask 里 1 的个数）；"
-            "取了裁剪项的 token 和 mask 为 0 的 token：0。")
-    if abs(grad[0, 1].item()) > TOL:
+    hint = _diagnose(clipped_pg_loss) or ("未被裁剪的训练 token：梯度 = -ratio·A / n（n = mask 里 1 的个数）；"
+                                          "取了裁剪项的 token 和 mask 为 0 的 token：0。")
+    if _diagnose(clipped_pg_loss) is None and abs(grad[0, 1].item()) > TOL:
         hint = "ratio=1.5、A>0 的 token 取的应该是裁剪项（常数 1.2·A），它不该有梯度：检查 min 和 clamp。"
     expect(all(abs(g - w) <= TOL for g, w in zip(grad[0].tolist(), want)),
            f"梯度 {got}，期望 {[round(w, 4) for w in want]}", hint=hint)

@@ -11,6 +11,8 @@ It also makes the site work from its own folder with no network and wires the co
   fetched once from the npm registry (pinned), cached in _vendor/ and served from _static/offline/;
   mathjax_path and nb_ipywidgets_js in _config.yml point there;
 - the `cloze` directive and its script (cloze_directive.py, static/course/);
+- the execution cache is keyed on the course package and the pins too, not only on each page's code
+  (execution_cache.py);
 - exercise pages: the launch buttons (Binder, JupyterHub, Colab; URLs in _config.yml) open the
   student notebook notebooks/<a>.ipynb, and the download menu offers it next to the page's .ipynb,
   and all student notebooks in one zip (dist/agentrl-notebooks.zip); other notebook pages
@@ -41,6 +43,7 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 import cloze_directive  # noqa: E402
+import execution_cache  # noqa: E402
 import offline_assets  # noqa: E402
 
 STUDENT_DIR = "notebooks"  # the student notebooks, in the repository and in the built site
@@ -274,4 +277,5 @@ def setup(app):
     app.connect("build-finished", write_index_page, priority=400)  # before sphinx-external-toc's
     app.add_css_file("course/site.css")
     cloze_directive.setup(app)
+    execution_cache.setup(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -30,3 +30,23 @@ MUTATIONS = {
                                                "test_token_advantages"),
     "broadcast the raw rewards": ({5: "broadcast_to_tokens(rewards, loss_mask)"}, "test_token_advantages"),
 }
+
+# What the first ✗ line of check() says for each mistake (tests/test_capstone_hints.py): the hint names the mistake,
+# and every other ✗ line of the same part says the same. None: the visible tests pass (a hidden test catches it).
+FIRST_HINT = {
+    "log-ratio without exp": "没有取 exp",
+    "ratio of the two log-probs": "相除",
+    "ratio upside down (old over new)": "上下颠倒",
+    "ratio detached from the graph": "不带梯度",
+    "clip the advantage instead of the ratio": "裁剪的是 advantage",
+    "clip only from above": "只裁剪了上界",
+    "max instead of min": "较大的一个",
+    "missing minus sign": "负号",
+    "mean over all positions instead of the mask": "所有位置的个数",
+    "per-sequence mean, then batch mean": "先在每条序列里求了平均",
+    "no mask in the numerator": "没有乘 mask",
+    "divide by the sequence length T": "所有位置的个数",
+    "no guard for an all-zero mask": None,
+    "normalise the whole batch as one group": "整批被当成了一组",
+    "broadcast the raw rewards": "没有先做组内标准化",
+}

@@ -1,0 +1,104 @@
+"""What each ablation section of the page shows under its per-seed table, as Markdown (it wraps on a book page, where
+printed lines would be cut): the verdicts, and the per-seed numbers behind each section's explanation."""
+from __future__ import annotations
+
+from agentrl_ref.agent.parts import reference_part
+from agentrl_ref.agent.tables import comparison_verdicts, fmt
+from agentrl_ref.teaching.md_table import markdown_table
+
+END = "</answer>"
+
+
+def verdicts_markdown(abl, name: str) -> str:
+    """One bullet per computed verdict of ablation `name`."""
+    return "\n".join(f"- **判断**：{verdict.text}" for verdict in comparison_verdicts(abl, name))
+
+
+def staleness_details(abl) -> str:
+    """Per seed and arm: simulated throughput, steps the trainer waited, mean version lag, clipped share, approx KL."""
+    rows = []
+    for seed in abl.seeds:
+        for i, arm in enumerate(("stale0", "stale2")):
+            r = abl.runs[arm, seed]
+            s, h = r.summary, r.history
+            clip = sum(row.get("clip_frac", float("nan")) for row in h) / len(h)
+            kl = sum(row.get("approx_kl", float("nan")) for row in h) / len(h)
+            rows.append([str(seed) if i == 0 else None, r.label, f"{s['throughput']:.0f}",
+                         f"{s['steps_waited']} / {len(h)}", f"{s['mean_staleness']:.2f}", f"{clip:.4f}", f"{kl:.1e}"])
+    return markdown_table(["种子", "臂", "吞吐（条轨迹/模拟秒）", "trainer 等过数据的步数", "平均版本差",
+                           "被裁剪的 token 比例", "近似 KL"], rows, ["r", "", "r", "r", "r", "r", "r"])
+
+
+def cosine_details(abl, shortest: int) -> str:
+    """Per seed (cosine on): correct answers, how many are well formatted, how many have the shortest well-formatted
+    length, and the correct ones that are not well formatted (the verifier reads only the box)."""
+    format_reward = reference_part("format_reward")
+    rows = []
+    for seed in abl.seeds:
+        after = abl.runs["baseline", seed].after
+        right = [e.answer_text for e, c in zip(after.episodes, after.correct) if c]
+        formatted = [text for text in right if format_reward(text) == 1.0]
+        loose = [text for text in right if format_reward(text) != 1.0]
+        rows.append([str(seed), str(len(right)), str(len(formatted)),
+                     str(sum(len(text) == shortest for text in formatted)), str(len(loose)),
+                     f"{sum(map(len, loose)) / len(loose):.1f}" if loose else "—"])
+    return markdown_table(["种子", "答对", "其中格式合格", f"正好 {shortest} 个字符（最短的合格写法）",
+                           "格式不合格但答对", "它们的平均字符数"], rows, ["r"] * 6)
+
+
+def credit_details(abl) -> tuple[str, str | None]:
+    """Per seed (last token only): how the answers that lost the format broke; and one answer that went on after
+    its first </answer> (None if there is none)."""
+    format_reward = reference_part("format_reward")
+    rows, example = [], None
+    for seed in abl.seeds:
+        ev = abl.runs["last_token", seed].after
+        broken = [e for e in ev.episodes if format_reward(e.answer_text) == 0.0]
+        cut = [e for e in broken if e.truncated]
+        went_on = [e for e in broken if not e.truncated and END in e.answer_text
+                   and e.answer_text.index(END) + len(END) < len(e.answer_text)]
+        example = example or next((e.answer_text for e in went_on), None)
+        rows.append([str(seed), fmt(ev.format_rate), f"{ev.mean_response_tokens:.1f}", str(len(broken)),
+                     str(len(went_on)), str(len(cut)), str(len(broken) - len(went_on) - len(cut))])
+    table = markdown_table(["种子", "格式合格", "平均回复 token 数", "格式不合格", f"其中第一个 `{END}` 之后还在写",
+                            "写到长度上限被截断", "另有毛病"], rows, ["r"] * 7)
+    return table, example
+
+
+def largest_gap(abl, comparisons) -> str:
+    """Which accuracy comparison differs most, averaged over the seeds."""
+    gaps = {name: sum(abs(d.diff) for d in abl.compare(a, b)) / len(abl.seeds) for name, _, a, b in comparisons}
+    name = max(gaps, key=gaps.get)
+    return f"图里各组比较中，各种子平均差距最大的是 {name}（{100 * gaps[name]:.1f} 个百分点）。"
+
+
+def length_details(abl) -> str:
+    """Per seed (token mean arm): how many tokens the policy wrote per trajectory, and how much that varies."""
+    rows = []
+    for seed in abl.seeds:
+        lengths = [e.assistant_tokens() for e in abl.runs["baseline", seed].after.episodes]
+        mean = sum(lengths) / len(lengths)
+        spread = (sum((x - mean) ** 2 for x in lengths) / len(lengths)) ** 0.5
+        rows.append([str(seed), f"{mean:.1f}", f"{spread:.1f}", str(min(lengths)), str(max(lengths))])
+    return markdown_table(["种子", "每条轨迹策略写的 token 数：平均", "标准差", "最少", "最多"], rows, ["r"] * 5)
+
+
+def cliff_components(abl, reward_fn) -> tuple[str, dict[str, int]]:
+    """At the short SFT's start, per seed: the reward's terms averaged over the episodes that called the tool and
+    those that did not; and on how many seeds the tool callers score lower on the format and the length term."""
+    rows, behind = [], {"fmt": 0, "cos_len": 0}
+    for seed in abl.seeds:
+        means = {}
+        for called in (True, False):
+            group = [reward_fn(e.answer_text, e.problem.answer)
+                     for e in abl.starts["short_sft", seed].episodes if bool(e.tool_calls) == called]
+            keys = ("fmt", "acc", "cos_len", "total")
+            means[called] = {k: sum(x[k] for x in group) / max(1, len(group)) for k in keys}
+            m = means[called]
+            rows.append([str(seed) if called else None, "调用工具" if called else "不调用工具", str(len(group)),
+                         f"{m['fmt']:.3f}", f"{m['acc']:.3f}", f"{m['cos_len']:+.3f}", f"{m['total']:+.3f}"])
+        for key in behind:
+            behind[key] += means[True][key] < means[False][key]
+    table = markdown_table(["种子", "起点上", "条数", "格式分", "正确", "长度项", "总奖励"], rows,
+                           ["r", "", "r", "r", "r", "r", "r"])
+    return table, behind

@@ -1,0 +1,205 @@
+"""Exercise 7's evidence: verdict sentences computed from per-seed results (fed fabricated results here), the paired
+standard error, the loss aggregations, the time-fair async comparison, the worker pool and where each part comes from.
+
+Fast by design: no training except one tiny GRPO run for the student-part printout.
+"""
+from __future__ import annotations
+
+import math
+import os
+
+import pytest
+import torch
+
+from agentrl_ref.agent import (
+    GRPOConfig, aggregated, clipped_pg_loss, describe_parts, group_center, judge, origin, paired, paired_se,
+    parts_summary, run_jobs,
+)
+from agentrl_ref.agent.ablations import VersionEval, _time_weights
+from agentrl_ref.agent.verdicts import SeedDiff, sign_chance
+
+
+# --- verdicts from fabricated per-seed results --------------------------------------------------
+
+def diffs(*pairs, se=0.01):
+    return [SeedDiff(seed, a, b, se) for seed, (a, b) in enumerate(pairs)]
+
+
+def test_every_seed_beyond_its_noise_and_the_same_sign_is_a_result():
+    v = judge(diffs((0.93, 0.83), (0.95, 0.90), (0.97, 0.93)), "准确率", "屏蔽", "也训练")
+    assert v.kind == "agree" and v.sign == -1
+    assert v.text == ('准确率：3 个种子全部是 "也训练" 比 "屏蔽" 低（差 -10.0 到 -4.0 个百分点），'
+                      "每个种子的差都超出了它自己的评估噪声。")
+
+
+def test_the_same_sign_with_one_seed_inside_its_noise_is_a_tendency():
+    v = judge(diffs((0.90, 0.91), (0.90, 0.95), (0.90, 0.96)), "准确率", "A", "B")
+    assert v.kind == "lean" and v.sign == 1
+    assert '3 个种子都是 "B" 比 "A" 高' in v.text and "其中 1 个种子的差在评估噪声之内：是倾向，不是定论。" in v.text
+
+
+def test_seeds_pointing_both_ways_give_no_conclusion():
+    v = judge(diffs((0.90, 0.80), (0.90, 0.95), (0.90, 0.90)), "准确率", "A", "B")
+    assert v.kind == "disagree" and v.sign == 0
+    assert v.text == ('准确率：种子之间方向不一致（1 个种子 "B" 更高，1 个更低，1 个相同；差 -10.0 到 +5.0 个百分点）：'
+                      "这个规模上得不出结论。")
+
+
+def test_differences_all_inside_the_noise_are_no_visible_difference():
+    v = judge(diffs((0.90, 0.905), (0.90, 0.895), (0.90, 0.91)), "准确率", "A", "B")
+    assert v.kind == "noise" and "都在评估噪声（±2 个标准误）之内：这个规模上看不出差别。" in v.text
+
+
+def test_without_a_standard_error_only_the_sign_is_judged():
+    v = judge([SeedDiff(s, 2.5, 1.7, None) for s in range(4)], "模拟用时", "max_staleness=0", "max_staleness=2",
+              unit="s", higher="长", lower="短")
+    assert v.kind == "agree" and v.text == ('模拟用时：4 个种子全部是 "max_staleness=2" 比 "max_staleness=0" 短'
+                                            "（差 -0.80 模拟秒）。")
+    with pytest.raises(ValueError):
+        judge([], "x", "a", "b")
+    one = judge([SeedDiff(0, 0.9, 0.8, 0.01)], "准确率", "A", "B")
+    assert one.kind == "single" and "只有 1 个种子" in one.text and "不下结论" in one.text
+    assert sign_chance(3) == 0.25 and sign_chance(1) == 1.0
+
+
+def test_the_paired_standard_error_is_that_of_the_per_problem_differences():
+    a, b = [1, 1, 0, 0, 1, 0, 1, 1], [1, 0, 0, 1, 1, 0, 0, 1]
+    d = [y - x for x, y in zip(a, b)]
+    mean = sum(d) / len(d)
+    want = math.sqrt(sum((x - mean) ** 2 for x in d) / (len(d) - 1) / len(d))
+    assert paired_se(a, b) == pytest.approx(want)
+    assert paired_se(a, a) == 0.0  # the same answers on both arms: no evaluation noise in the difference
+    seeds = paired([0, 1], [a, a], [b, a])
+    assert [s.diff for s in seeds] == [pytest.approx(mean), 0.0] and seeds[1].beyond_noise is False
+    assert paired([0], [0.5], [0.7])[0].se is None  # one number per seed: no SE
+
+
+# --- loss aggregations and Dr. GRPO's advantage ----------------------------------------------------
+
+def _batch():
+    gen = torch.Generator().manual_seed(3)
+    logp_old = -torch.rand(3, 6, generator=gen, dtype=torch.float64)
+    logp_new = logp_old + 0.3 * torch.randn(3, 6, generator=gen, dtype=torch.float64)
+    adv = torch.randn(3, 6, generator=gen, dtype=torch.float64)
+    mask = torch.tensor([[1, 1, 1, 1, 1, 0], [1, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0]], dtype=torch.float64)
+    per_token = -torch.minimum(torch.exp(logp_new - logp_old) * adv,
+                               torch.clamp(torch.exp(logp_new - logp_old), 0.8, 1.2) * adv)
+    return (logp_new, logp_old, adv, mask, 0.2), per_token, mask
+
+
+def test_the_three_aggregations_match_their_formulas():
+    args, per_token, mask = _batch()
+    token_mean = (per_token * mask).sum() / mask.sum()
+    seq_mean = ((per_token * mask).sum(1) / mask.sum(1).clamp(min=1)).mean()  # TRL "grpo"; an empty row counts 0
+    constant = (per_token * mask).sum() / (3 * 48)                            # TRL "dr_grpo": B x max length
+    assert aggregated(clipped_pg_loss, "token_mean") is clipped_pg_loss
+    assert aggregated(clipped_pg_loss, "token_mean")(*args).item() == pytest.approx(token_mean.item())
+    assert aggregated(clipped_pg_loss, "seq_mean")(*args).item() == pytest.approx(seq_mean.item())
+    assert aggregated(clipped_pg_loss, "constant", 48)(*args).item() == pytest.approx(constant.item())
+    with pytest.raises(ValueError, match="aggregation"):
+        aggregated(clipped_pg_loss, "sum")
+    with pytest.raises(ValueError, match="max_tokens"):
+        aggregated(clipped_pg_loss, "constant")
+    with pytest.raises(ValueError, match="loss_agg"):
+        GRPOConfig(loss_agg="mean")
+
+
+def test_dr_grpo_centres_within_the_group_without_dividing_by_its_std():
+    rewards = torch.tensor([1.0, 0.0, 0.0, 1.0, 0.07, 0.05, 0.05, 0.05])
+    assert group_center(rewards, 4).tolist() == pytest.approx([0.5, -0.5, -0.5, 0.5, 0.015, -0.005, -0.005, -0.005])
+    with pytest.raises(ValueError, match="scale_rewards"):
+        GRPOConfig(scale_rewards="batch")
+    assert GRPOConfig().default_advantages and not GRPOConfig(scale_rewards="none").default_advantages
+
+
+# --- the async comparison at equal simulated time --------------------------------------------------
+
+def test_time_averaged_accuracy_weights_each_version_by_how_long_it_was_the_newest():
+    versions = [VersionEval(0, 0.0, [0, 0]), VersionEval(1, 1.0, [1, 0]), VersionEval(2, 3.0, [1, 1])]
+    assert _time_weights(versions, 4.0) == pytest.approx([0.75, 0.25])  # problem 0 right from t=1, problem 1 from t=3
+    assert _time_weights(versions, 2.0) == pytest.approx([0.5, 0.0])    # the horizon cuts the last versions off
+
+
+# --- the worker pool -------------------------------------------------------------------------------
+
+def test_jobs_get_a_lambda_from_the_notebook_and_give_the_same_results_on_one_or_two_processes():
+    offset = 10
+    shift = lambda x: x + offset  # noqa: E731  a notebook's function: never pickled, inherited by fork
+
+    def job(x, *, fn):
+        torch.manual_seed(x)
+        return fn(x), torch.rand(2).tolist(), os.getpid()
+
+    two, stats = run_jobs(job, [(i,) for i in range(4)], context={"fn": shift}, processes=2)
+    one, _ = run_jobs(job, [(i,) for i in range(4)], context={"fn": shift}, processes=1)
+    assert [r[:2] for r in two] == [r[:2] for r in one] and [r[0] for r in one] == [10, 11, 12, 13]
+    assert stats.cpu_seconds >= 0 and stats.busiest_worker <= stats.cpu_seconds + 1e-9
+    if stats.processes == 2:
+        assert os.getpid() not in {r[2] for r in two}
+
+
+# --- where each part comes from --------------------------------------------------------------------
+
+def test_the_printout_names_the_students_function_and_the_references():
+    def format_reward(completion):  # a student's ex1, pasted into the notebook
+        return 0.0
+    format_reward.__module__ = "__main__"
+    text = describe_parts({"format_reward": format_reward})
+    assert "练习 1 format_reward" in text and "你的代码（__main__." in text
+    assert "参考实现（agentrl_ref.verifiable_reward.accuracy_reward）" in text
+    assert origin(clipped_pg_loss) == "参考实现（agentrl_ref.agent.loss.clipped_pg_loss）"
+    assert parts_summary({"format_reward": format_reward}) == "用到的零件：你的 format_reward，其余是参考实现"
+    assert parts_summary() == "用到的零件：全部是参考实现"
+
+
+def test_no_demo_cell_shadows_a_pasted_part_with_the_reference():
+    """A demo cell that ran `from agentrl_ref import format_reward` would replace the function a student pasted, and
+    MY_PARTS run again afterwards would quietly pick the reference: demo cells reach the references as ref.<name>."""
+    import ast
+
+    from agentrl_ref.agent import EXERCISE_OF
+    from course import source_notebook
+
+    cells = source_notebook("ex7_agent_grpo").cells
+    start = next(i for i, c in enumerate(cells) if c.metadata.get("nbgrader", {}).get("grade_id") == "my_parts")
+    for cell in cells[start:]:
+        if cell.cell_type != "code":
+            continue
+        tree = ast.parse("\n".join(line for line in cell.source.splitlines() if not line.startswith("await ")))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "agentrl_ref":
+                shadowed = {alias.asname or alias.name for alias in node.names} & set(EXERCISE_OF)
+                assert not shadowed, (cell.metadata.nbgrader.grade_id, shadowed)
+    assert "import agentrl_ref as ref" in cells[start].source and "describe_parts(MY_PARTS" in cells[start].source
+
+
+def test_a_students_run_far_from_the_reference_is_told_so_in_one_line():
+    from types import SimpleNamespace
+
+    from agentrl_ref.agent import reference_line
+    from agentrl_ref.agent.evaluation import EvalResult
+
+    def ev(correct):
+        n = len(correct)
+        return EvalResult(n, sum(correct) / n, 0.0, float("nan"), float("nan"), 0.0, 0.0, float("nan"), 1.0,
+                          correct=correct)
+
+    reference = ev([1] * 90 + [0] * 10)
+    far = SimpleNamespace(after={"sampled": ev([0] * 100)})
+    near = SimpleNamespace(after={"sampled": ev([1] * 89 + [0] * 11)})
+    line = reference_line(far, reference)
+    assert "参考实现训练后留出集准确率（采样）是 90.0%，你的是 0.0%" in line and "超出了评估噪声" in line
+    assert "逐个换回参考实现" in line
+    assert "在评估噪声" in reference_line(near, reference) and "之内" in reference_line(near, reference)
+    assert reference_line(far, None) == ""
+
+
+def test_the_readme_says_its_capstone_numbers_come_from_one_run():
+    """Numbers in README that come from a run say so (they differ from the executed page's and between machines)."""
+    from course import ROOT
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = readme.index("### 综合练习 / Capstone（`bench/capstone.py`")
+    section = readme[start:readme.index("### `make bench-grading`")]
+    assert "一次运行" in section.splitlines()[0] and "load average" in section
+    assert "make bench" in section and "PAGE_SEEDS" in section

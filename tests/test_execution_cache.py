@@ -1,0 +1,93 @@
+"""The book's execution cache (book/_ext/execution_cache.py): an unchanged rebuild takes the outputs from the cache,
+and an edit to the package the pages import shows up on the page (jupyter-cache alone keys on a page's code only).
+
+The real book takes minutes to execute, so the end-to-end test builds a one-page book with the same two pieces
+(myst-nb in `cache` mode and the extension) around a throw-away package.
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import textwrap
+
+import nbformat
+
+from course import ROOT
+
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+import execution_cache  # noqa: E402
+
+
+def test_the_fingerprint_covers_the_package_the_pins_and_the_course_variables_but_not_bytecode(tmp_path, monkeypatch):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "mod.py").write_text("X = 1\n")
+    (tmp_path / "requirements.txt").write_text("torch==2.13.0\n")
+    sources = ["pkg", "requirements.txt"]
+    first = execution_cache.fingerprint(tmp_path, sources)
+    (tmp_path / "pkg" / "__pycache__").mkdir()
+    (tmp_path / "pkg" / "__pycache__" / "mod.cpython-311.pyc").write_bytes(b"\0")
+    assert execution_cache.fingerprint(tmp_path, sources) == first
+    (tmp_path / "pkg" / "mod.py").write_text("X = 2\n")
+    second = execution_cache.fingerprint(tmp_path, sources)
+    assert second != first
+    (tmp_path / "requirements.txt").write_text("torch==2.14.0\n")
+    third = execution_cache.fingerprint(tmp_path, sources)
+    assert third != second
+    monkeypatch.setenv("AGENTRL_CAPSTONE_SEEDS", "0")
+    assert execution_cache.fingerprint(tmp_path, sources) != third
+    assert execution_cache.DEFAULT_SOURCES == ["agentrl_ref", "requirements.txt", "pyproject.toml"]
+
+
+def test_the_book_uses_the_cache_and_the_extension():
+    config = (ROOT / "_config.yml").read_text(encoding="utf-8")
+    assert re.search(r"^\s*execute_notebooks:\s*cache\b", config, re.M)
+    assert "execution_cache.setup(app)" in (ROOT / "book" / "_ext" / "course_assets.py").read_text(encoding="utf-8")
+
+
+CONF = """
+import sys
+sys.path.insert(0, {ext!r})
+extensions = ["myst_nb", "execution_cache"]
+nb_execution_mode = "cache"
+execution_cache_sources = ["demo_pkg"]
+exclude_patterns = ["_build", "demo_pkg"]
+"""
+
+
+def _build(project) -> str:
+    command = [sys.executable, "-m", "sphinx", "-b", "html", "-q", str(project), str(project / "_build" / "html")]
+    out = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return (project / "_build" / "html" / "page.html").read_text(encoding="utf-8")
+
+
+def test_an_edit_to_a_package_function_shows_up_on_the_page_and_an_unchanged_rebuild_does_not_execute(tmp_path):
+    project = tmp_path / "book"
+    (project / "demo_pkg").mkdir(parents=True)
+    (project / "conf.py").write_text(CONF.format(ext=str(ROOT / "book" / "_ext")))
+    (project / "index.md").write_text("# demo\n\n```{toctree}\npage\n```\n")
+    package = project / "demo_pkg" / "__init__.py"
+    package.write_text("def value():\n    return 'VALUE-ONE'\n")
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_markdown_cell("# page"), nbformat.v4.new_code_cell(textwrap.dedent("""
+        import uuid
+        import demo_pkg
+        print(demo_pkg.value(), "run", uuid.uuid4().hex)
+        """))]
+    nbformat.write(nb, project / "page.ipynb")
+
+    def shown(html):
+        match = re.search(r"(VALUE-\w+) run ([0-9a-f]{32})", html)
+        assert match, html[-2000:]
+        return match.groups()
+
+    value, run = shown(_build(project))
+    assert value == "VALUE-ONE"
+    assert shown(_build(project)) == (value, run)  # nothing changed: the outputs come from the cache
+    package.write_text("def value():\n    return 'VALUE-TWO'\n")  # the page's code is unchanged
+    value, again = shown(_build(project))
+    assert value == "VALUE-TWO" and again != run
+    caches = [p for p in (project / "_build" / ".jupyter_cache").iterdir() if p.is_dir()]
+    assert len(caches) == 1  # the old fingerprint's cache is gone
