@@ -13,10 +13,8 @@ import textwrap
 
 import nbformat
 
+import execution_cache  # book/_ext (tests/conftest.py puts it on the path)
 from course import ROOT
-
-sys.path.insert(0, str(ROOT / "book" / "_ext"))
-import execution_cache  # noqa: E402
 
 
 def test_the_fingerprint_covers_the_package_the_pins_and_the_course_variables_but_not_bytecode(tmp_path, monkeypatch):
