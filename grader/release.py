@@ -14,6 +14,7 @@ instructor's gradebook. Usage: python -m grader release [--out DIR] [assignment 
 from __future__ import annotations
 
 import argparse
+import copy
 import re
 import subprocess
 import sys
@@ -121,9 +122,19 @@ def _tags(cell) -> list[str]:
     return list(cell.metadata.get("tags", []))
 
 
+def kernel_language_info() -> dict:
+    """What the course's kernel (ipykernel, this interpreter) reports as language_info. JupyterLab writes
+    the kernel's value into a notebook as soon as the kernel connects: a notebook that already carries it
+    does not open as modified."""
+    from ipykernel.ipkernel import IPythonKernel
+
+    return copy.deepcopy(IPythonKernel.language_info)
+
+
 def student_notebook(release: nbformat.NotebookNode) -> nbformat.NotebookNode:
     nb = nbformat.from_dict(release)
     nb.cells = [cell for cell in nb.cells if ANSWER_TAG not in _tags(cell)]
+    nb.metadata["language_info"] = kernel_language_info()
     return nb
 
 

@@ -8,9 +8,10 @@ kernel shows decides the grade: a hook that hides an error, a value whose == is 
 torch.allclose or a replaced run_test changes what the cell shows, not the records it would need.
 
 judge_notebook(nb, expected) decides every test cell and rewrites its outputs for the people who read
-it: what the student's code printed stays (capped, stderr relabelled), its errors and records go, and
-the verdict is appended (a pass mark, or an error output naming what went wrong). The score reaches the
-gradebook from the returned verdicts (gradebook.py), not from those outputs.
+it: what the student's code printed stays (capped, stderr relabelled), its errors become text (the
+instructor's copy keeps a failing check's report), its records go, and the verdict is appended (a pass
+mark, or an error output naming what went wrong). The score reaches the gradebook from the returned
+verdicts (gradebook.py), not from those outputs.
 """
 from __future__ import annotations
 
@@ -238,16 +239,20 @@ def error_summary(cell) -> str | None:
 
 
 def rewrite_test_cell(cell, verdict: Verdict) -> None:
-    """Keep what the code printed (stdout; stderr relabelled), drop errors, records and rich outputs, then
-    append the verdict: nothing on a pass, one error output on a failure. The kernel's own error is named
+    """Keep what the code printed (stdout; stderr relabelled) and the kernel's error as text (for the
+    instructor; the feedback shows neither), drop records and rich outputs, then append the verdict: a
+    pass mark, or one error output on a failure. In the verdict the kernel's own error is named
     by its class only when that is a built-in exception (its message and a custom class name are
     student-controlled text, and may carry what the hidden tests passed in)."""
     kernel_error = next((o.get("ename") for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
     kept = []
     for output in cell.get("outputs", []):
-        if output.get("output_type") != "stream":
+        if output.get("output_type") == "error":   # kept as text for the instructor (the feedback drops it)
+            text = f"[内核里的报错] {output.get('ename', '')}: {output.get('evalue', '')}\n"
+            output = nbformat.v4.new_output("stream", name="stdout", text=text)
+        elif output.get("output_type") != "stream":
             continue
-        if output.get("name") == "stderr":
+        elif output.get("name") == "stderr":
             output = nbformat.from_dict({**output, "name": "stdout", "text": "[stderr] " + output.get("text", "")})
         kept.append(output)
     if verdict.passed:
