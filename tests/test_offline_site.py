@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from grader import release
-from course import ASSIGNMENTS, ROOT, source_notebook
+from course import ASSIGNMENTS, ROOT
 
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
 TOC = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
@@ -29,8 +29,8 @@ PAPERS = ["2402.03300", "2501.12948", "2503.14476", "2502.03373"]  # DeepSeekMat
 
 
 def _socratic_assignments() -> list[str]:
-    return [a for a in ASSIGNMENTS
-            if any("socratic" in c.metadata.get("tags", []) for c in source_notebook(a).cells)]
+    """Every page with a Socratic question (exercises and the book's own notebook pages), by file stem."""
+    return [page.rsplit(".", 1)[0] for page, _ in release.socratic_sources()]
 
 
 def _is_local(url: str, base: str) -> bool:
