@@ -321,7 +321,8 @@ class _Trainer:
         row.update(_group_diagnostics(correct, total.tolist(), tool, token_adv.detach(), b.mask, cfg.group_size))
         if self.stats_fn is not None:  # clip_frac and approx_kl of what the loss saw; behave_kl: how old the data is
             row.update(self.stats_fn(logp_new.detach(), logp_old, adv, b.mask, cfg.clip_eps))
-            row["behave_kl"] = self.stats_fn(logp_new.detach(), b.logp_old, token_adv, b.mask, cfg.clip_eps)["approx_kl"]
+            behave = self.stats_fn(logp_new.detach(), b.logp_old, token_adv, b.mask, cfg.clip_eps)
+            row["behave_kl"] = behave["approx_kl"]
         row["train_seconds"] = time.thread_time() - t0
         self.last_batch = episodes
         return row
@@ -384,6 +385,9 @@ async def grpo_async(policy, task: Task, cfg: GRPOConfig = GRPOConfig(), *, loss
     return GRPOResult(cfg, trainer.history, chunks, rep, seconds, dropped_stale, dropped_overflow, trainer.last_batch)
 
 
+CANCEL_EVERY = 0.2  # seconds between cancellation requests after an interrupt (see run_coroutine)
+
+
 def run_coroutine(coro):
     """asyncio.run(coro), or, when this thread already runs an event loop (Jupyter), in a fresh thread.
 
@@ -395,7 +399,7 @@ def run_coroutine(coro):
     except RuntimeError:
         return asyncio.run(coro)
     out: dict = {}
-    started = threading.Event()
+    started, finished = threading.Event(), threading.Event()
 
     async def main():
         out["loop"], out["task"] = asyncio.get_running_loop(), asyncio.current_task()
@@ -409,20 +413,26 @@ def run_coroutine(coro):
             out["error"] = exc
         finally:
             started.set()
+            finished.set()
 
     thread = threading.Thread(target=target, name="capstone-grpo")
     thread.start()
     try:
-        thread.join()
+        # an Event, not thread.join(): a join interrupted by KeyboardInterrupt can mark a running thread as stopped
+        # (CPython 3.11), and the second join would then return at once
+        finished.wait()
     except BaseException:
         started.wait()
-        if "task" in out:
+        # cancel until it takes: in Python 3.11, asyncio.wait_for swallows a cancellation that arrives just as the
+        # awaited batch is ready, and the trainer would go on
+        while "task" in out and not finished.wait(CANCEL_EVERY):
             try:
                 out["loop"].call_soon_threadsafe(out["task"].cancel)
-            except RuntimeError:  # the loop has already finished
+            except RuntimeError:  # the loop has just finished
                 pass
-        thread.join()
+        finished.wait()
         raise
+    thread.join()
     if "error" in out:
         raise out["error"]
     return out["value"]
