@@ -290,3 +290,34 @@ def test_with_fresh_data_decoupled_is_recompute_and_with_stale_data_the_behaviou
     assert max(r["staleness"] for r in behave.history) == 4
     last = recompute.history[-1]  # its ratio is taken against the weights before the batch, not the behaviour's
     assert behave.history[-1]["behave_kl"] > 0 and last["approx_kl"] < last["behave_kl"]
+
+
+def test_the_throughput_section_measures_every_setting_and_evaluates_every_version(start):
+    """measure_throughput: the runs side by side from the same weights, every published version evaluated at the wall
+    time it was published; the ceiling from the synchronous run; the figures ASCII. No timing is asserted."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from agentrl_ref.agent import measure_throughput, plot_timeline, plot_wall_versions, throughput_table
+
+    cfg = GRPOConfig(steps=3, prompts_per_step=8, group_size=4)
+    real = measure_throughput(start, staleness=(0, 2), base=cfg)
+    assert set(real.results) == set(real.versions) == {0, 2}
+    for ms, versions in real.versions.items():
+        assert [v.version for v in versions] == list(range(cfg.steps + 1))
+        assert [v.published for v in versions] == real.results[ms].publish
+        assert len(versions[0].correct) == len(start.task.test)  # 32 < VERSION_EVAL_PROBLEMS: all of them
+        assert _gone(real.results[ms].worker_pid)
+    assert real.versions[0][0].correct == real.versions[2][0].correct  # version 0 is the SFT weights in both
+    assert real.ratio(0) == 1.0 and 1.0 <= real.bound <= 2.0
+    assert all(real.replayed_seconds(ms) > 0 for ms in real.results)
+    assert set(real.time_accuracy()) == {0, 2} and real.horizon == min(r.seconds for r in real.results.values())
+    assert throughput_table(real).count("\n") == 3  # header, alignment, two rows
+    for fig in (plot_timeline(real, (0, 2)), plot_wall_versions(real)):
+        texts = [t.get_text().replace("\u2212", "-") for t in fig.findobj(matplotlib.text.Text)]
+        assert all(text.isascii() for text in texts), [t for t in texts if not t.isascii()]
+        plt.close(fig)
+    with pytest.raises(ValueError, match="synchronous"):
+        measure_throughput(start, staleness=(1, 2), base=cfg)
+    assert not _children()

@@ -31,6 +31,10 @@ ABLATION_GRPO = GRPOConfig(steps=16)  # every arm: the main run's settings, fewe
 CLIFF_SFT_STEPS = 60             # too short: the policy calls the tool but rarely copies its result
 VERSION_EVAL_PROBLEMS = 128      # held-out problems on which every published version of a tracked arm is evaluated
 ACCURACY_ONLY = {"fmt": 0.0, "acc": 1.0, "cos_len": 0.0}
+# the off-policy arms: data up to 8 versions old (the single-process trainer runs its workers as far ahead as allowed:
+# the lag grows by about one version per step up to 8), four minibatch updates per batch as AReaL's default
+# ppo_n_minibatches (so a proximal policy exists between them), 12 steps (the page's budget; the lag is the point)
+OFF_POLICY = {"max_staleness": 8, "minibatches": 4, "steps": 12}
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,9 @@ ARMS: dict[str, ArmSpec] = {
     "cliff_full": ArmSpec("short SFT, full reward", start="short_sft"),
     "cliff_acc": ArmSpec("short SFT, accuracy only", {"reward_weights": ACCURACY_ONLY}, start="short_sft"),
     "cliff_no_std": ArmSpec("short SFT, no std division", {"scale_rewards": "none"}, start="short_sft"),
+    "stale_behave": ArmSpec("stale 8: ratio to behaviour (PPO)", {**OFF_POLICY, "correction": "behave"}),
+    "stale_decoupled": ArmSpec("stale 8: decoupled (AReaL)", {**OFF_POLICY, "correction": "decoupled"}),
+    "stale_recompute": ArmSpec("stale 8: no correction", {**OFF_POLICY, "correction": "recompute"}),
 }
 
 @dataclass(frozen=True)
@@ -86,6 +93,11 @@ ABLATIONS: dict[str, Ablation] = {
                       (("start_tool_rate", "cliff_full", "cliff_full"), ("start_tool_rate", "cliff_acc", "cliff_acc"),
                        ("start_tool_rate", "cliff_no_std", "cliff_no_std"), ("tool_rate", "cliff_full", "cliff_acc"),
                        ("tool_rate", "cliff_full", "cliff_no_std"))),
+    "offpolicy": Ablation("Data up to 8 versions old: against which policy is the ratio taken?",
+                          ("stale_behave", "stale_decoupled", "stale_recompute"),
+                          (("accuracy", "stale_behave", "stale_decoupled"),
+                           ("accuracy", "stale_behave", "stale_recompute"),
+                           ("accuracy", "stale_recompute", "stale_decoupled"))),
 }
 ALL_ABLATIONS = tuple(ABLATIONS)
 

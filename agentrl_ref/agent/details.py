@@ -102,3 +102,23 @@ def cliff_components(abl, reward_fn) -> tuple[str, dict[str, int]]:
     table = markdown_table(["种子", "起点上", "条数", "格式分", "正确", "长度项", "总奖励"], rows,
                            ["r", "", "r", "r", "r", "r", "r"])
     return table, behind
+
+
+def offpolicy_details(abl, last_steps: int = 4) -> str:
+    """Per seed and arm of the off-policy ablation: the mean version lag of the trained data, how far the weights being
+    trained were from the behaviour policy (k3 KL), the share of tokens the loss clipped, and the training batches'
+    accuracy over the last steps."""
+    from agentrl_ref.agent.ablations import ABLATIONS
+    from agentrl_ref.agent.tables import ARM_ZH
+
+    rows = []
+    for seed in abl.seeds:
+        for i, arm in enumerate(ABLATIONS["offpolicy"].arms):
+            h = abl.runs[arm, seed].history
+            mean = lambda key, rows=h: sum(r.get(key, float("nan")) for r in rows) / len(rows)  # noqa: E731
+            tail = h[-last_steps:]
+            rows.append([str(seed) if i == 0 else None, ARM_ZH[arm], f"{mean('staleness'):.2f}",
+                         f"{mean('behave_kl'):.3f}", fmt(mean("clip_frac")),
+                         fmt(sum(r["accuracy"] for r in tail) / len(tail))])
+    return markdown_table(["种子", "臂", "平均版本差", "当前权重与行为策略的近似 KL", "被裁剪的 token 比例",
+                           f"最后 {last_steps} 步训练批的准确率"], rows, ["r", "", "r", "r", "r", "r"])
