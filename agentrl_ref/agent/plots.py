@@ -84,7 +84,8 @@ def plot_differences(abl, comparisons, far: float = 0.3):
     ax.set_xlabel("difference in held-out accuracy (percentage points), +-2 SE over the held-out problems", fontsize=8)
     ax.tick_params(axis="x", labelsize=7)
     ax.grid(axis="x", alpha=0.3)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=len(abl.seeds), frameon=False,
+              borderaxespad=0.2)  # above the rows: no dot hides behind it
     fig.tight_layout()
     return fig
 
