@@ -321,3 +321,14 @@ def test_the_throughput_section_measures_every_setting_and_evaluates_every_versi
     with pytest.raises(ValueError, match="synchronous"):
         measure_throughput(start, staleness=(1, 2), base=cfg)
     assert not _children()
+
+
+def test_the_weight_transfer_is_measured_both_ways_and_leaves_nothing_behind(start):
+    from agentrl_ref.agent import measure_weight_transfer
+
+    out = measure_weight_transfer(start.policy, repeats=3, warmup=1)
+    n = sum(p.numel() for p in start.policy.parameters())
+    assert out["bytes"] == 4 * n
+    for clock in ("cpu", "wall"):
+        assert set(out[clock]) == {"shared memory", "pipe"} and all(s > 0 for s in out[clock].values())
+    assert not _children()

@@ -309,6 +309,8 @@ def grpo_two_process(policy, task, cfg: GRPOConfig = GRPOConfig(), *, loss_fn=No
 
 
 def _transfer_child(conn, board: WeightBoard, policy, parent: int) -> None:
+    """The worker's side of measure_weight_transfer: receive one version, load it, answer with the CPU seconds it took
+    (receiving, unpickling and loading included)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     torch.set_num_threads(1)
     while True:
@@ -316,6 +318,7 @@ def _transfer_child(conn, board: WeightBoard, policy, parent: int) -> None:
             if os.getppid() != parent:
                 return
             continue
+        cpu = time.thread_time()
         kind, payload = conn.recv()
         if kind == "stop":
             return
@@ -323,33 +326,43 @@ def _transfer_child(conn, board: WeightBoard, policy, parent: int) -> None:
             board.load(policy, -1)
         else:
             policy.load_state_dict(payload)
-        conn.send(kind)
+        conn.send(time.thread_time() - cpu)
 
 
-def measure_weight_transfer(policy, repeats: int = 30) -> dict[str, float]:
-    """Median seconds for the trainer to hand one version of the weights to a forked worker that loads it and answers:
-    through shared memory (WeightBoard.publish + load, a short message to wake it) and through a pipe (the state dict
-    pickled, sent, unpickled, load_state_dict). Measured side by side in one run; also "bytes" of the weights."""
+def measure_weight_transfer(policy, repeats: int = 30, warmup: int = 5) -> dict[str, dict[str, float]]:
+    """How long it takes to hand one version of the weights to a forked worker that loads it, through shared memory
+    (WeightBoard.publish, a short message to wake the worker, WeightBoard.load) and through a pipe (the state dict
+    pickled, sent, unpickled, load_state_dict), side by side, after `warmup` untimed rounds (the child's first writes
+    to its copied pages). Medians over `repeats` rounds:
+    {"cpu": {way: CPU seconds of both processes}, "wall": {way: round trip, waking the worker included},
+     "bytes": size of the weights}. The CPU seconds are the cost; the wall clock adds how fast the scheduler wakes the
+    worker, which depends on what else runs."""
     ctx = multiprocessing.get_context("fork")
     board = WeightBoard(policy, ctx)
     here, there = ctx.Pipe()
     process = ctx.Process(target=_transfer_child, args=(there, board, policy, os.getpid()), daemon=True)
     process.start()
-    times: dict[str, list[float]] = {"shared memory": [], "pipe": []}
+    ways = ("shared memory", "pipe")
+    cpu: dict[str, list[float]] = {way: [] for way in ways}
+    wall: dict[str, list[float]] = {way: [] for way in ways}
     try:
-        for i in range(repeats):
-            t0 = time.perf_counter()
-            board.publish(policy, i + 1)
-            here.send(("shared memory", None))
-            here.recv()
-            times["shared memory"].append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
-            here.send(("pipe", policy.state_dict()))
-            here.recv()
-            times["pipe"].append(time.perf_counter() - t0)
+        for i in range(warmup + repeats):
+            for way in ways:
+                t0, c0 = time.perf_counter(), time.thread_time()
+                if way == "shared memory":
+                    board.publish(policy, i + 1)
+                    here.send((way, None))
+                else:
+                    here.send((way, policy.state_dict()))
+                mine = time.thread_time() - c0
+                theirs = here.recv()
+                if i >= warmup:
+                    wall[way].append(time.perf_counter() - t0)
+                    cpu[way].append(mine + theirs)
         here.send(("stop", None))
     finally:
         stop_process(process)
         here.close()
         there.close()
-    return {**{k: statistics.median(v) for k, v in times.items()}, "bytes": float(board.nbytes)}
+    return {"cpu": {way: statistics.median(cpu[way]) for way in ways},
+            "wall": {way: statistics.median(wall[way]) for way in ways}, "bytes": board.nbytes}
