@@ -39,6 +39,7 @@ from agentrl_ref.teaching.md_table import markdown_table  # noqa: E402
 FIGURES = ROOT / "_build" / "bench"
 PAGE = ROOT / "book" / "ex7_agent_grpo.ipynb"
 BENCH_SEEDS = tuple(range(6))
+ASYNC_TARGET = 1.3  # issue 19: throughput with max_staleness >= 1 over the synchronous run, two processes
 
 
 def load() -> str:
@@ -92,6 +93,10 @@ def two_processes(seed: int) -> None:
           f"shared memory {1000 * cpu['shared memory']:.2f} ms, the state dict through a pipe {1000 * cpu['pipe']:.2f} "
           f"ms; round trip on the wall clock (waking the worker included) {1000 * wall['shared memory']:.2f} ms and "
           f"{1000 * wall['pipe']:.2f} ms (medians of 30, side by side).")
+    best = max((ms for ms in real.results if ms), key=real.ratio)
+    print(f"\nTarget: some max_staleness >= 1 at least {ASYNC_TARGET}x the synchronous run's throughput on 2 idle "
+          f"cores: {real.ratio(best):.2f}x at max_staleness={best} (ceiling {real.bound:.2f}x): "
+          f"{'met' if real.ratio(best) >= ASYNC_TARGET else 'not met'} at load average {before} before the runs.")
 
 
 def ablations(seeds) -> None:
