@@ -453,6 +453,9 @@ def test_figures_are_ascii_and_the_episode_renders(tiny_run, tiny_ablations):
         texts = [t.replace("\u2212", "-") for t in texts]  # matplotlib's minus sign (DejaVu has it)
         assert all(text.isascii() for text in texts), [t for t in texts if not t.isascii()]
         plt.close(fig)
+    from agentrl_ref.agent import offpolicy_details
+
+    assert offpolicy_details(tiny_ablations).count("\n- ") == 3  # the three counted lines under the table
     html = episode_html(demo_episode(Problem(81, "*", 37), True))
     assert html.count("<span title=") == len(demo_episode(Problem(81, "*", 37), True))
     assert "mask=1" in html and "role=tool mask=0" in html

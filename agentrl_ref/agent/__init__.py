@@ -17,6 +17,8 @@ One small file per idea:
     loss.py       clipped_pg_loss: the student's blank (hidden when grading; nothing else has the formula)
     sft_trainer.py   supervised warm-up on demonstrations that use the tool only sometimes
     grpo_trainer.py  rollout workers + trainer around AsyncRolloutBuffer on one asyncio loop
+    two_process.py   the same trainer with the rollout worker in a second process (weights in shared memory)
+    throughput.py    two-process runs for several max_staleness side by side: wall clock, ceiling, accuracy per second
     aggregation.py   token mean, sequence mean, constant: how the per-token losses become one number
     schedule.py   the simulated two-device timeline (throughput for max_staleness 0 vs 2)
     evaluation.py held-out accuracy, tool-call rate, copy rate (sampled and greedy)
@@ -43,7 +45,10 @@ _EXPORTS = {
     "batch": ["Batch", "collate", "token_logp"],
     "loss": ["clipped_pg_loss", "pg_stats"],
     "sft_trainer": ["SFTConfig", "demonstrations", "sft"],
-    "grpo_trainer": ["GRPOConfig", "GRPOResult", "grpo", "grpo_async", "group_center", "make_buffer"],
+    "grpo_trainer": ["CORRECTIONS", "DECOUPLED_WEIGHT_CAP", "GRPOConfig", "GRPOResult", "grpo", "grpo_async",
+                     "group_center", "make_buffer", "needed_version", "off_policy_inputs", "sample_chunk"],
+    "two_process": ["TwoProcessResult", "WeightBoard", "grpo_two_process", "measure_weight_transfer"],
+    "throughput": ["ASYNC_STALENESS", "THROUGHPUT_GRPO", "Throughput", "measure_throughput"],
     "aggregation": ["LOSS_AGGS", "aggregated"],
     "schedule": ["Replay", "replay"],
     "evaluation": ["EvalResult", "evaluate", "summarize"],
@@ -51,17 +56,19 @@ _EXPORTS = {
                  "run_sft", "train"],
     "ablations": ["ABLATIONS", "Ablation", "ABLATION_GRPO", "ACCURACY_ONLY", "ALL_ABLATIONS", "ARMS", "Ablations",
                   "ArmRun",
-                  "ArmSpec", "CLIFF_SFT_STEPS", "PAGE_SEEDS", "Prefetch", "VERSION_EVAL_PROBLEMS", "prefetch_sft",
+                  "ArmSpec", "CLIFF_SFT_STEPS", "OFF_POLICY", "PAGE_SEEDS", "Prefetch", "VERSION_EVAL_PROBLEMS",
+                  "prefetch_sft",
                   "run_ablations",
                   "time_averaged"],
     "verdicts": ["SeedDiff", "Verdict", "judge", "paired", "paired_se"],
     "pool": ["JobStats", "Jobs", "default_processes", "run_jobs", "start_jobs"],
     "progress": ["LiveLine"],
     "tables": ["ABLATION_ZH", "ARM_ZH", "arm_zh", "before_after_table", "cliff_table", "comparison_verdicts",
-               "reference_line", "seed_table", "timing_table"],
+               "reference_line", "seed_table", "throughput_table", "timing_table"],
     "details": ["cliff_components", "cosine_details", "credit_details", "largest_gap", "length_details",
-                "staleness_details", "verdicts_markdown"],
-    "plots": ["plot_cliff", "plot_differences", "plot_schedule", "plot_training_curves", "plot_versions"],
+                "offpolicy_details", "staleness_details", "verdicts_markdown"],
+    "plots": ["plot_cliff", "plot_differences", "plot_schedule", "plot_timeline", "plot_training_curves",
+              "plot_versions", "plot_wall_versions"],
     "render": ["episode_html"],
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}

@@ -31,12 +31,16 @@ ABLATION_GRPO = GRPOConfig(steps=16)  # every arm: the main run's settings, fewe
 CLIFF_SFT_STEPS = 60             # too short: the policy calls the tool but rarely copies its result
 VERSION_EVAL_PROBLEMS = 128      # held-out problems on which every published version of a tracked arm is evaluated
 ACCURACY_ONLY = {"fmt": 0.0, "acc": 1.0, "cos_len": 0.0}
+# the off-policy arms: data up to 8 versions old (the single-process trainer runs its workers as far ahead as allowed:
+# the lag grows by about one version per step up to 8), four minibatch updates per batch as AReaL's default
+# ppo_n_minibatches (so a proximal policy exists between them), 12 steps (the page's budget; the lag is the point)
+OFF_POLICY = {"max_staleness": 8, "minibatches": 4, "steps": 12}
 
 
 @dataclass(frozen=True)
 class ArmSpec:
-    """label: English (figures, ASCII); overrides: GRPOConfig fields; start: "sft" or "short_sft";
-    versions: evaluate every published policy version on VERSION_EVAL_PROBLEMS held-out problems."""
+    """label: English (figures, ASCII); overrides: GRPOConfig fields (steps: at most that many); start: "sft" or
+    "short_sft"; versions: evaluate every published policy version on VERSION_EVAL_PROBLEMS held-out problems."""
 
     label: str
     overrides: dict = field(default_factory=dict)
@@ -56,6 +60,9 @@ ARMS: dict[str, ArmSpec] = {
     "cliff_full": ArmSpec("short SFT, full reward", start="short_sft"),
     "cliff_acc": ArmSpec("short SFT, accuracy only", {"reward_weights": ACCURACY_ONLY}, start="short_sft"),
     "cliff_no_std": ArmSpec("short SFT, no std division", {"scale_rewards": "none"}, start="short_sft"),
+    "stale_behave": ArmSpec("stale8 behaviour ratio", {**OFF_POLICY, "correction": "behave"}),
+    "stale_decoupled": ArmSpec("stale8 decoupled (AReaL)", {**OFF_POLICY, "correction": "decoupled"}),
+    "stale_recompute": ArmSpec("stale8 no correction", {**OFF_POLICY, "correction": "recompute"}),
 }
 
 @dataclass(frozen=True)
@@ -86,6 +93,11 @@ ABLATIONS: dict[str, Ablation] = {
                       (("start_tool_rate", "cliff_full", "cliff_full"), ("start_tool_rate", "cliff_acc", "cliff_acc"),
                        ("start_tool_rate", "cliff_no_std", "cliff_no_std"), ("tool_rate", "cliff_full", "cliff_acc"),
                        ("tool_rate", "cliff_full", "cliff_no_std"))),
+    "offpolicy": Ablation("Data up to 8 versions old: against which policy is the ratio taken?",
+                          ("stale_behave", "stale_decoupled", "stale_recompute"),
+                          (("accuracy", "stale_behave", "stale_decoupled"),
+                           ("accuracy", "stale_behave", "stale_recompute"),
+                           ("accuracy", "stale_recompute", "stale_decoupled"))),
 }
 ALL_ABLATIONS = tuple(ABLATIONS)
 
@@ -211,7 +223,10 @@ def _arm_job(arm: str, seed: int, *, states, starts, base, n_test, loss_fn, part
     spec = ARMS[arm]
     task = make_task(seed, n_test=n_test)
     policy = fresh_policy(seed, states[spec.start, seed])
-    cfg = replace(base, **spec.overrides, seed=seed)
+    overrides = dict(spec.overrides)
+    if "steps" in overrides:  # an arm's own length is a cap: a shorter base (a smoke test) stays shorter
+        overrides["steps"] = min(overrides["steps"], base.steps)
+    cfg = replace(base, **overrides, seed=seed)
     own = cfg.default_advantages
     snapshots = [copy.deepcopy(policy.state_dict())] if spec.versions else None
 

@@ -102,3 +102,45 @@ def cliff_components(abl, reward_fn) -> tuple[str, dict[str, int]]:
     table = markdown_table(["种子", "起点上", "条数", "格式分", "正确", "长度项", "总奖励"], rows,
                            ["r", "", "r", "r", "r", "r", "r"])
     return table, behind
+
+
+def offpolicy_details(abl, last_steps: int = 4) -> str:
+    """Per seed and arm of the off-policy ablation: the mean version lag of the trained data, how far the weights being
+    trained were from the behaviour policy (k3 KL, mean over steps), the share of tokens the loss clipped, the training
+    batches' accuracy over the last steps (sampled by older weights) and the held-out accuracy after GRPO; then, counted
+    over the seeds, which arm was furthest from its behaviour policy, which clipped most, and where the last training
+    batches looked better than the weights trained on them."""
+    from agentrl_ref.agent.ablations import ABLATIONS
+    from agentrl_ref.agent.tables import ARM_ZH
+
+    arms = ABLATIONS["offpolicy"].arms
+
+    def mean(arm, seed, key):
+        h = abl.runs[arm, seed].history
+        return sum(r.get(key, float("nan")) for r in h) / len(h)
+
+    def tail(arm, seed):
+        h = abl.runs[arm, seed].history[-last_steps:]
+        return sum(r["accuracy"] for r in h) / len(h)
+
+    rows = []
+    for seed in abl.seeds:
+        for i, arm in enumerate(arms):
+            rows.append([str(seed) if i == 0 else None, ARM_ZH[arm], f"{mean(arm, seed, 'staleness'):.2f}",
+                         f"{mean(arm, seed, 'behave_kl'):.3f}", fmt(mean(arm, seed, "clip_frac")),
+                         fmt(tail(arm, seed)), fmt(abl.runs[arm, seed].after.accuracy)])
+    table = markdown_table(["种子", "臂", "平均版本差", "当前权重与行为策略的近似 KL", "被裁剪的 token 比例",
+                            f"最后 {last_steps} 步训练批的准确率", "GRPO 后留出集准确率"], rows,
+                           ["r", "", "r", "r", "r", "r", "r"])
+    n = len(abl.seeds)
+
+    def most(key):
+        firsts = [max(arms, key=lambda arm: mean(arm, seed, key)) for seed in abl.seeds]
+        return "，".join(f"{ARM_ZH[arm]} {firsts.count(arm)} 个" for arm in arms if firsts.count(arm))
+
+    looked_better = "，".join(
+        f"{ARM_ZH[arm]} {sum(tail(arm, s) > abl.runs[arm, s].after.accuracy for s in abl.seeds)} / {n}" for arm in arms)
+    counts = [f"当前权重离行为策略最远（近似 KL 最大）的一臂，{n} 个种子里：{most('behave_kl')}",
+              f"被裁剪的 token 比例最高的一臂，{n} 个种子里：{most('clip_frac')}",
+              f"最后 {last_steps} 步训练批的准确率高于 GRPO 后留出集准确率的种子：{looked_better}"]
+    return table + "\n\n" + "\n".join(f"- {line}" for line in counts)

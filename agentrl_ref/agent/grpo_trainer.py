@@ -10,11 +10,14 @@ trajectories started so far <= (max_staleness + version + 1) * batch_size; the b
 get_batch(current_version=...) (ex4) then drops anything older than max_staleness (it never has to).
 The trainer takes batch_size trajectories, scores them with the composite reward (ex1 + ex2 + ex5),
 normalises per group and broadcasts to tokens (ex6; or the caller's advantage_fn), builds the loss
-mask (ex3), and steps on loss_fn (the exercise's clipped_pg_loss by default).
+mask (ex3), and steps on loss_fn (the exercise's clipped_pg_loss by default), once per batch or on
+cfg.minibatches slices. Trajectories older than the weights being trained go into the loss as cfg.correction
+says (off_policy_inputs: PPO against the behaviour policy, AReaL's decoupled objective, or no correction).
 
 Single thread: tasks switch only at awaits, so a run is deterministic (same seed -> same curves).
 Generation and training do not overlap in wall time; schedule.replay() turns the recorded per-chunk
-and per-step CPU times into the time a two-device system would need.
+and per-step CPU times into the time a two-device system would need. two_process.py runs the same
+trainer with the rollout worker in a second process, where they do overlap.
 """
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ from dataclasses import dataclass, field
 import torch
 
 from agentrl_ref.agent.aggregation import LOSS_AGGS, aggregated
-from agentrl_ref.agent.batch import collate, token_logp
+from agentrl_ref.agent.batch import Batch, collate, token_logp
 from agentrl_ref.agent.episode import Episode
 from agentrl_ref.agent.parts import COS_MAX_LEN, REWARD_WEIGHTS, build_reward_fn, reference_part, resolve_parts
 from agentrl_ref.agent.rollout import sample_episodes
@@ -37,6 +40,10 @@ from agentrl_ref.agent.threads import torch_threads
 
 CREDITS = ("broadcast", "last_token")
 SCALE_REWARDS = ("group", "none")  # "none": centre within the group, no division by its std (Dr. GRPO)
+# What the ratio of the loss is taken against when a trajectory is older than the weights being trained (see
+# off_policy_inputs): the behaviour policy's log-probs (PPO as written), AReaL's decoupled objective, or nothing.
+CORRECTIONS = ("behave", "decoupled", "recompute")
+DECOUPLED_WEIGHT_CAP = 5.0  # AReaL's behav_imp_weight_cap: tokens whose pi_prox / pi_behave exceeds it are left out
 
 
 @dataclass(frozen=True)
@@ -54,6 +61,8 @@ class GRPOConfig:
     train_tool_tokens: bool = False    # ablation: put the tool result into the loss mask
     scale_rewards: str = "group"       # "none": advantage = reward - group mean (Dr. GRPO; TRL scale_rewards)
     loss_agg: str = "token_mean"       # or "seq_mean" (GRPO paper), "constant" (Dr. GRPO): see aggregation.py
+    correction: str = "behave"         # off-policy data: "behave", "decoupled" (AReaL), "recompute" (none)
+    minibatches: int = 1               # optimizer steps per batch, on consecutive slices (AReaL's ppo_n_minibatches)
     seed: int = 0
     batch_timeout: float = 60.0        # seconds the trainer waits for one batch before it gives up (a stuck buffer)
 
@@ -69,6 +78,10 @@ class GRPOConfig:
             raise ValueError(f"scale_rewards must be one of {SCALE_REWARDS}, got {self.scale_rewards!r}")
         if self.loss_agg not in LOSS_AGGS:
             raise ValueError(f"loss_agg must be one of {LOSS_AGGS}, got {self.loss_agg!r}")
+        if not (isinstance(self.minibatches, int) and 1 <= self.minibatches <= self.batch_size):
+            raise ValueError(f"minibatches must be an int in [1, batch_size], got {self.minibatches!r}")
+        if self.correction not in CORRECTIONS:
+            raise ValueError(f"correction must be one of {CORRECTIONS}, got {self.correction!r}")
 
     @property
     def default_advantages(self) -> bool:
@@ -141,10 +154,52 @@ def _group_diagnostics(correct, totals, tool, token_adv, mask, group_size) -> di
             "tool_advantage": sum(with_tool) / len(with_tool) if with_tool else float("nan")}
 
 
+def off_policy_inputs(correction: str, logp_prox: torch.Tensor, logp_behave: torch.Tensor, token_adv: torch.Tensor,
+                      cap: float = DECOUPLED_WEIGHT_CAP) -> tuple[torch.Tensor, torch.Tensor]:
+    """(logp_old, advantages) to hand to the loss, for trajectories sampled by a behaviour policy pi_behave that may be
+    older than the weights pi_theta being trained. The loss itself (exercise 7's blank) is never changed:
+
+    behave     ratio pi_theta / pi_behave, clipped: PPO as written, what the page trains with.
+    decoupled  AReaL's decoupled PPO (arXiv 2505.24298): the ratio is taken against the proximal policy pi_prox (the
+               weights before this batch's first update; with one update per batch, the weights being trained, so
+               the ratio is 1 and the clip never acts) and each token's term is weighted by pi_prox / pi_behave
+               (no gradient). A weight > 0 can go into the advantage: -w min(rA, clip(r)A) = -min(r wA, clip(r) wA).
+               Tokens whose weight exceeds `cap` get weight 0 (AReaL's behav_imp_weight_cap); they still count in the
+               token mean's denominator, as in AReaL.
+    recompute  no correction: the old log-probs are recomputed with the proximal weights, as if the data had been
+               sampled by them (AReaL with recompute_logprob and without the decoupled loss).
+    logp_prox carries no gradient.
+    """
+    if correction == "behave":
+        return logp_behave, token_adv
+    proximal = logp_prox
+    if correction == "recompute":
+        return proximal, token_adv
+    if correction != "decoupled":
+        raise ValueError(f"correction must be one of {CORRECTIONS}, got {correction!r}")
+    weight = torch.exp(proximal - logp_behave)
+    weight = torch.where(weight <= cap, weight, torch.zeros_like(weight))
+    return proximal, token_adv * weight
+
+
 def group_center(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
     """[B] rewards minus the mean of their group, not divided by its std (Dr. GRPO's advantage)."""
     groups = rewards.to(torch.float64).view(-1, group_size)
     return (groups - groups.mean(dim=1, keepdim=True)).view(-1).to(torch.float32)
+
+
+def sample_chunk(policy, task: Task, cfg: GRPOConfig, c: int) -> list[Episode]:
+    """Chunk c of a run: prompts_per_step / n_workers problems x group_size samples, from the chunk's own seeds (so the
+    same chunk with the same weights gives the same episodes in any process)."""
+    problems = task.sample(random.Random(f"grpo-{cfg.seed}-chunk-{c}"), cfg.prompts_per_step // cfg.n_workers)
+    generator = torch.Generator().manual_seed(cfg.seed * 1_000_003 + c)
+    return sample_episodes(policy, problems, group_size=cfg.group_size, generator=generator)
+
+
+def needed_version(c: int, chunk_size: int, batch_size: int, max_staleness: int) -> int:
+    """The oldest policy version chunk c may be generated with: AReaL's admission rule
+    (c + 1) * chunk_size <= (max_staleness + version + 1) * batch_size, solved for version."""
+    return max(0, -(-(c + 1) * chunk_size // batch_size) - max_staleness - 1)
 
 
 class _Trainer:
@@ -169,6 +224,7 @@ class _Trainer:
         self.version = 0
         self.next_chunk = 0
         self.history: list[dict] = []
+        self.step_times: list[tuple[float, float]] = []  # perf_counter() at the start and end of each train_step
         self.chunks: list[dict | None] = [None] * self.n_chunks
         self.last_batch: list[Episode] = []
 
@@ -176,14 +232,12 @@ class _Trainer:
     def _admitted(self) -> bool:
         """AReaL's rule: started + this chunk <= (max_staleness + version + 1) * batch_size (or nothing left)."""
         c = self.next_chunk
-        return c >= self.n_chunks or (c + 1) * self.chunk_size <= (
-            self.cfg.max_staleness + self.version + 1) * self.cfg.batch_size
+        return c >= self.n_chunks or self.version >= needed_version(c, self.chunk_size, self.cfg.batch_size,
+                                                                    self.cfg.max_staleness)
 
     def generate_chunk(self, c: int) -> tuple[int, list[Episode], float]:
-        problems = self.task.sample(random.Random(f"grpo-{self.cfg.seed}-chunk-{c}"), self.chunk_prompts)
-        generator = torch.Generator().manual_seed(self.cfg.seed * 1_000_003 + c)
         t0 = time.thread_time()
-        episodes = sample_episodes(self.policy, problems, group_size=self.cfg.group_size, generator=generator)
+        episodes = sample_chunk(self.policy, self.task, self.cfg, c)
         return self.version, episodes, time.thread_time() - t0
 
     async def worker(self, w: int, buffer, admit: asyncio.Condition) -> None:
@@ -207,6 +261,36 @@ class _Trainer:
         return torch.stack([torch.as_tensor(self.parts.assign_reward_last_token(float(a), m), dtype=torch.float32)
                             for a, m in zip(advantages, mask)])
 
+    def update(self, b, token_adv: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, float]:
+        """cfg.minibatches optimizer steps on consecutive slices of the batch (PPO's minibatches; one by default).
+
+        The proximal policy of the decoupled objective (and the recomputed old log-probs) are the weights before the
+        first of them: with one minibatch, the same forward pass that gives logp_new; with more, one extra forward
+        pass without gradient, as AReaL recomputes them. Returns logp_new, logp_old and advantages as the losses saw
+        them (rows in batch order, no gradient) and the mean loss."""
+        cfg = self.cfg
+        rows = torch.arange(b.tokens.shape[0]).chunk(cfg.minibatches)
+        proximal = None
+        if cfg.minibatches > 1 and cfg.correction != "behave":
+            with torch.no_grad():
+                proximal = token_logp(self.policy, b)
+        seen_new, seen_old, seen_adv, losses = [], [], [], []
+        for part in rows:
+            sub = Batch(b.tokens[part], b.mask[part], b.logp_old[part])
+            logp_new = token_logp(self.policy, sub)
+            prox = logp_new.detach() if proximal is None else proximal[part]
+            logp_old, adv = off_policy_inputs(cfg.correction, prox, sub.logp_old, token_adv[part])
+            loss = self.loss_fn(logp_new, logp_old, adv, sub.mask, cfg.clip_eps)
+            self.opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(self.policy.parameters(), 1.0)
+            self.opt.step()
+            seen_new.append(logp_new.detach())
+            seen_old.append(logp_old)
+            seen_adv.append(adv)
+            losses.append(float(loss.detach()))
+        return (torch.cat(seen_new), torch.cat(seen_old), torch.cat(seen_adv), sum(losses) / len(losses))
+
     def train_step(self, batch: list[dict]) -> dict:
         cfg = self.cfg
         t0 = time.thread_time()
@@ -221,13 +305,8 @@ class _Trainer:
             token_adv = self.token_advantages(self.parts.group_normalize(total, cfg.group_size), b.mask)
         else:
             token_adv = self.token_advantages(group_center(total, cfg.group_size), b.mask)
-        logp_new = token_logp(self.policy, b)
-        loss = self.loss_fn(logp_new, b.logp_old, token_adv, b.mask, cfg.clip_eps)
-        self.opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.policy.parameters(), 1.0)
-        self.opt.step()
-        row = {"step": len(self.history), "loss": float(loss.detach()),
+        logp_new, logp_old, adv, loss = self.update(b, token_adv)
+        row = {"step": len(self.history), "loss": loss,
                "staleness": sum(self.version - t["policy_version"] for t in batch) / len(batch)}
         for key in scores[0]:
             row[f"reward_{key}"] = sum(float(s[key]) for s in scores) / len(scores)
@@ -240,8 +319,10 @@ class _Trainer:
         row["copy_rate"] = (sum(c for c, t in zip(correct, tool) if t) / sum(tool)) if any(tool) else float("nan")
         row["response_tokens"] = sum(e.assistant_tokens() for e in episodes) / len(episodes)
         row.update(_group_diagnostics(correct, total.tolist(), tool, token_adv.detach(), b.mask, cfg.group_size))
-        if self.stats_fn is not None:
-            row.update(self.stats_fn(logp_new.detach(), b.logp_old, token_adv, b.mask, cfg.clip_eps))
+        if self.stats_fn is not None:  # clip_frac and approx_kl of what the loss saw; behave_kl: how old the data is
+            row.update(self.stats_fn(logp_new.detach(), logp_old, adv, b.mask, cfg.clip_eps))
+            behave = self.stats_fn(logp_new.detach(), b.logp_old, token_adv, b.mask, cfg.clip_eps)
+            row["behave_kl"] = behave["approx_kl"]
         row["train_seconds"] = time.thread_time() - t0
         self.last_batch = episodes
         return row
@@ -260,7 +341,9 @@ class _Trainer:
             if stale > self.cfg.max_staleness:
                 raise RuntimeError(f"step {step}: got a trajectory {stale} versions old (max_staleness "
                                    f"{self.cfg.max_staleness}); the buffer must return the oldest first")
+            start = time.perf_counter()
             self.history.append(self.train_step(batch))  # one torch thread: run() holds torch_threads()
+            self.step_times.append((start, time.perf_counter()))
             async with admit:
                 self.version += 1
                 admit.notify_all()
@@ -302,22 +385,53 @@ async def grpo_async(policy, task: Task, cfg: GRPOConfig = GRPOConfig(), *, loss
     return GRPOResult(cfg, trainer.history, chunks, rep, seconds, dropped_stale, dropped_overflow, trainer.last_batch)
 
 
+CANCEL_EVERY = 0.2  # seconds between cancellation requests after an interrupt (see run_coroutine)
+
+
 def run_coroutine(coro):
-    """asyncio.run(coro), or, when this thread already runs an event loop (Jupyter), in a fresh thread."""
+    """asyncio.run(coro), or, when this thread already runs an event loop (Jupyter), in a fresh thread.
+
+    A KeyboardInterrupt (a notebook's interrupt button) or any other exception raised in this thread while it
+    waits cancels the coroutine and waits for it to unwind, so its `finally` clauses (stopping worker processes)
+    have run when the exception reaches the caller."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(coro)
     out: dict = {}
+    started, finished = threading.Event(), threading.Event()
+
+    async def main():
+        out["loop"], out["task"] = asyncio.get_running_loop(), asyncio.current_task()
+        started.set()
+        return await coro
 
     def target():
         try:
-            out["value"] = asyncio.run(coro)
+            out["value"] = asyncio.run(main())
         except BaseException as exc:  # re-raised in the caller's thread
             out["error"] = exc
+        finally:
+            started.set()
+            finished.set()
 
     thread = threading.Thread(target=target, name="capstone-grpo")
     thread.start()
+    try:
+        # an Event, not thread.join(): a join interrupted by KeyboardInterrupt can mark a running thread as stopped
+        # (CPython 3.11), and the second join would then return at once
+        finished.wait()
+    except BaseException:
+        started.wait()
+        # cancel until it takes: in Python 3.11, asyncio.wait_for swallows a cancellation that arrives just as the
+        # awaited batch is ready, and the trainer would go on
+        while "task" in out and not finished.wait(CANCEL_EVERY):
+            try:
+                out["loop"].call_soon_threadsafe(out["task"].cancel)
+            except RuntimeError:  # the loop has just finished
+                pass
+        finished.wait()
+        raise
     thread.join()
     if "error" in out:
         raise out["error"]

@@ -84,7 +84,8 @@ def plot_differences(abl, comparisons, far: float = 0.3):
     ax.set_xlabel("difference in held-out accuracy (percentage points), +-2 SE over the held-out problems", fontsize=8)
     ax.tick_params(axis="x", labelsize=7)
     ax.grid(axis="x", alpha=0.3)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=len(abl.seeds), frameon=False,
+              borderaxespad=0.2)  # above the rows: no dot hides behind it
     fig.tight_layout()
     return fig
 
@@ -166,5 +167,61 @@ def plot_schedule(arm_runs, max_steps: int = 8):
     for ax in axes[:, 0]:
         ax.set_xlim(0, end * 1.02)
     axes[-1, 0].set_xlabel("simulated seconds (measured CPU time of each chunk and step)", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_timeline(real, settings=(0, 2), max_steps: int = 6):
+    """The measured timeline of two-process runs (measure_throughput): what the rollout worker and the trainer did
+    when, on the wall clock, for the first max_steps trainer steps. A bar's label is the trainer step its work belongs
+    to; a gap is waiting (the worker for a version it may use, the trainer for a batch)."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(len(settings), 1, figsize=(9.0, 1.3 * len(settings) + 0.7), dpi=100, squeeze=False,
+                             sharex=True)
+    end = 0.0
+    for ax, ms in zip(axes[:, 0], settings):
+        r = real.results[ms]
+        per_step = r.config.n_workers
+        for c in r.chunks:
+            step = c["chunk"] // per_step
+            if step < max_steps:
+                ax.barh(1, c["end"] - c["start"], left=c["start"], height=0.6, color="#c25a00", edgecolor="white")
+                ax.text((c["start"] + c["end"]) / 2, 1, str(step), ha="center", va="center", fontsize=6.5,
+                        color="white")
+                end = max(end, c["end"])
+        for step, (start, stop) in enumerate(r.steps[:max_steps]):
+            ax.barh(0, stop - start, left=start, height=0.6, color="#1f4fbf", edgecolor="white")
+            ax.text((start + stop) / 2, 0, str(step), ha="center", va="center", fontsize=6.5, color="white")
+            end = max(end, stop)
+        ax.set_yticks([0, 1], ["trainer", "rollout worker"], fontsize=7)
+        ax.set_title(f"max_staleness={ms}: {len(r.history)} steps in {r.seconds:.2f} s wall clock, trainer waiting "
+                     f"{r.trainer_idle:.0%} of it, mean staleness {r.mean_staleness:.2f}", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(axis="x", alpha=0.3)
+    axes[0, 0].set_xlim(0, end * 1.02)
+    axes[-1, 0].set_xlabel("wall-clock seconds since the worker started (two processes, measured)", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_wall_versions(real):
+    """Held-out accuracy of every version each two-process run published, against the wall-clock time it was
+    published: accuracy reached per second, one line per max_staleness."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 3.4), dpi=100)
+    for color, (ms, versions) in zip(ARM_COLORS, sorted(real.versions.items())):
+        ax.step([v.published for v in versions], [v.accuracy for v in versions], where="post", color=color,
+                marker="o", markersize=2.5, linewidth=1.3, label=f"max_staleness={ms}")
+    ax.axvline(real.horizon, color="#6b6b6b", linewidth=0.8, linestyle="--")
+    n = len(next(iter(real.versions.values()))[0].correct)
+    ax.set_title(f"each published version on {n} held-out problems (sampled, T=1); dashed: the fastest run's end",
+                 fontsize=8)
+    ax.set_xlabel("wall-clock seconds (version published)", fontsize=8)
+    ax.set_ylabel("held-out accuracy", fontsize=8)
+    ax.tick_params(labelsize=7)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     return fig

@@ -35,11 +35,14 @@ def before_after_table(run) -> str:
 
 # Chinese names for the ablations and their arms (the figures keep the English labels of ablations.ARMS: ASCII only)
 ABLATION_ZH = {"tool_mask": "tool 结果", "staleness": "版本差上限", "cosine": "cosine 长度项",
-               "credit": "advantage 分配", "loss_agg": "损失的聚合方式", "cliff": "悬崖：SFT 太短"}
+               "credit": "advantage 分配", "loss_agg": "损失的聚合方式", "cliff": "悬崖：SFT 太短",
+               "offpolicy": "旧数据的修正"}
 ARM_ZH = {"baseline": "默认", "tool_trained": "也训练 tool 结果", "stale0": "max_staleness=0",
           "stale2": "max_staleness=2", "cos_off": "关掉 cosine 项", "last_token": "只给最后一个训练 token",
           "seq_mean": "先每条平均（GRPO 论文）", "constant": "除以常数（Dr. GRPO）",
-          "cliff_full": "完整奖励", "cliff_acc": "只看正确性", "cliff_no_std": "不除以标准差"}
+          "cliff_full": "完整奖励", "cliff_acc": "只看正确性", "cliff_no_std": "不除以标准差",
+          "stale_behave": "对行为策略取比值（PPO 原样）", "stale_decoupled": "解耦 PPO（AReaL）",
+          "stale_recompute": "不修正"}
 # the reference arm of each ablation, as the comparison names it
 REFERENCE_ZH = {("tool_mask", "baseline"): "屏蔽 tool 结果（默认）", ("cosine", "baseline"): "cosine 项开（默认）",
                 ("credit", "baseline"): "广播到每个训练 token（默认）",
@@ -164,3 +167,19 @@ def timing_table(run) -> str:
                                (f"评估（4 次，各 {len(run.task.test)} 题）", "eval"))]
     rows.append(["load average (1, 5, 15 min)", ", ".join(f"{x:.2f}" for x in run.loadavg), None])
     return markdown_table(["阶段", "墙钟时间", "CPU 时间"], rows, ["", "r", "r"])
+
+
+def throughput_table(real) -> str:
+    """One row per max_staleness of measure_throughput: wall clock, per step, trajectories per second, the ratio to
+    the synchronous run, the mean version lag, the trainer's idle share, and held-out accuracy (the newest version
+    averaged over the time all runs trained, and the last version), with the load average at the end of each run."""
+    accuracy = real.time_accuracy()
+    rows = []
+    for ms, r in sorted(real.results.items()):
+        versions = real.versions[ms]
+        rows.append([str(ms), f"{r.seconds:.2f} s", f"{r.step_seconds:.3f} s", f"{r.throughput:.0f}",
+                     f"{real.ratio(ms):.2f}×", f"{r.mean_staleness:.2f}", fmt(r.trainer_idle), fmt(accuracy[ms]),
+                     fmt(versions[-1].accuracy), f"{r.loadavg[0]:.2f}"])
+    header = ["max_staleness", "墙钟", "每步墙钟", "轨迹 / 秒", "吞吐是同步的", "平均版本差", "trainer 等数据的时间",
+              f"前 {real.horizon:.1f} s 最新版本的平均准确率", "最后一版的准确率", "load average"]
+    return markdown_table(header, rows, ["r"] * len(header))
