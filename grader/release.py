@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
 import re
 import subprocess
 import sys
 import tempfile
+from functools import lru_cache
 from pathlib import Path
 
 import nbformat
@@ -126,9 +128,16 @@ def kernel_language_info() -> dict:
     """What the course's kernel (ipykernel, this interpreter) reports as language_info. JupyterLab writes
     the kernel's value into a notebook as soon as the kernel connects: a notebook that already carries it
     does not open as modified."""
-    from ipykernel.ipkernel import IPythonKernel
+    return copy.deepcopy(_kernel_language_info())
 
-    return copy.deepcopy(IPythonKernel.language_info)
+
+@lru_cache(maxsize=1)
+def _kernel_language_info() -> dict:
+    # Asked of a child interpreter: importing ipykernel here would swap the process's comm manager
+    # (ipykernel replaces comm.create_comm on import), and widgets made before the swap then fail to close.
+    code = "import json; from ipykernel.ipkernel import IPythonKernel; print(json.dumps(IPythonKernel.language_info))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    return json.loads(out.stdout)
 
 
 def student_notebook(release: nbformat.NotebookNode) -> nbformat.NotebookNode:
