@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import asyncio
 import io
+import time
+import warnings
 
 import matplotlib
 import pytest
@@ -150,6 +152,29 @@ SHOW_PLAYGROUND = ("from agentrl_ref.teaching.rollout_playground import RolloutP
                    "pg = RolloutPlayground(SimConfig(n_steps=20))\npg")
 
 
+def _say_where_the_time_went(nb, t0: float, t1: float) -> None:
+    """A warning (not a failure: no timing is asserted) naming the phase when a kernel run took over a minute; twice
+    in full-suite runs this test took 120-240 s against ~2 s alone, and the phases say where to look."""
+    if t1 - t0 < 60:
+        return
+    from datetime import datetime
+
+    def at(stamp: str) -> float:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+    phases, last = [], t0
+    for i, cell in enumerate(nb.cells):
+        ex = cell.metadata.get("execution", {})
+        if "iopub.status.busy" in ex and "iopub.status.idle" in ex:
+            busy, idle = at(ex["iopub.status.busy"]), at(ex["iopub.status.idle"])
+            reply = at(ex.get("shell.execute_reply", ex["iopub.status.idle"]))
+            phases.append(f"before cell {i}: {busy - last:.1f} s, cell {i}: {reply - busy:.1f} s to its reply, "
+                          f"{idle - reply:.1f} s more to idle")
+            last = idle
+    phases.append(f"after the last cell (shutdown): {t1 - last:.1f} s")
+    warnings.warn(f"a kernel run took {t1 - t0:.0f} s: " + "; ".join(phases))
+
+
 def _kernel_run(*sources):
     """The cells run in a real kernel (no stderr, no error); the notebook and its saved widget state."""
     import nbclient
@@ -158,7 +183,9 @@ def _kernel_run(*sources):
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.cells = [nbformat.v4.new_code_cell(src) for src in sources]
-    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3", **KEEP_OUTPUTS).execute()
+    t0 = time.time()
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3", record_timing=True, **KEEP_OUTPUTS).execute()
+    _say_where_the_time_went(nb, t0, time.time())
     assert not [o for c in nb.cells for o in c.outputs if o.get("name") == "stderr" or o.output_type == "error"]
     return nb, nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
 
