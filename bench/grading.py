@@ -42,6 +42,10 @@ TARGET_BASE_RATIO = 1.05      # a change may cost at most 5% against its base
 TARGET_SHARD_CPU_RATIO = 1.15  # N shards over Slurm: at most 15% more CPU seconds than one run
 
 
+def _nodes(n: int) -> str:
+    return f"{n} node" if n == 1 else f"{n} nodes"
+
+
 def _this(label: str, root: Path, out: Path, **kwargs) -> dict:
     timings: dict = {}
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
@@ -174,7 +178,7 @@ def main() -> None:
                   f"{'met' if ratio <= TARGET_SHARD_CPU_RATIO else 'NOT met'}")
         hours = 10_000 * len(ASSIGNMENTS) * capacity / 3600
         print(f"- a class of 10,000 students x {len(ASSIGNMENTS)} notebooks at that capacity: {hours:.0f} core-hours; "
-              f"for a one-hour turnaround, {hours:.0f} cores: {math.ceil(hours / 32)} nodes of 32 cores "
+              f"for a one-hour turnaround, {hours:.0f} cores: {_nodes(math.ceil(hours / 32))} of 32 cores "
               f"(--jobs 32), or {math.ceil(hours / 2)} of 2")
         print(f"- the same grades.csv every way (where the tests are the same): "
               f"{not any(v.startswith('DIFFERENT') for v in same.values())}")
