@@ -88,7 +88,7 @@ bench: venv
 # worktree), sandboxed and not, on one machine and as Slurm shards (bench/grading.py).
 BASE ?=
 bench-grading: deps venv
-	PYTHONPATH=tests $(PY) bench/grading.py $(if $(BASE),--base $(BASE))
+	PYTHONPATH=tests $(PY) bench/grading.py $(if $(BASE),--base $(BASE)) $(if $(REPEAT),--repeat $(REPEAT))
 
 # Instructors: autograde a folder of returned notebooks (see README). OUT, DB_URL, JOBS, SHARD optional.
 # DB_URL reaches the grader in the environment (AGENTRL_DB_URL), never on a command line: it holds a password.
