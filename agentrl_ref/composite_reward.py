@@ -11,6 +11,7 @@ from typing import Callable
 from agentrl_ref.verifiable_reward import accuracy_reward
 
 RewardFn = Callable[[str, str], float]  # (completion, gold) -> score
+CompositeFn = Callable[[str, str], dict]  # (completion, gold) -> {component: score, ..., "total": weighted sum}
 
 
 def cosine_scaled(ratio: float, r_short: float, r_long: float) -> float:

@@ -180,11 +180,6 @@ def finish(job: Job, run: Run) -> None:
     sub.passed = {gid: v.passed for gid, v in found.get("verdicts", {}).items()}
 
 
-def grade_notebook(sub: Submission, run: Run) -> None:
-    """Every step for one hand-in, in this thread."""
-    finish(start(sub, run), run)
-
-
 def _quiet_nbgrader() -> None:
     log = logging.getLogger("traitlets")  # nbgrader's converters and preprocessors log there
     if not log.handlers:

@@ -2,11 +2,17 @@
 printed lines would be cut): the verdicts, and the per-seed numbers behind each section's explanation."""
 from __future__ import annotations
 
+import statistics
+
 from agentrl_ref.agent.parts import reference_part
 from agentrl_ref.agent.tables import comparison_verdicts, fmt
+from agentrl_ref.agent.vocab import ANSWER_CLOSE as END
 from agentrl_ref.teaching.md_table import markdown_table
 
-END = "</answer>"
+
+def _history_mean(run, key: str) -> float:
+    """The mean of `key` over a run's training steps (NaN if a step lacks it)."""
+    return sum(row.get(key, float("nan")) for row in run.history) / len(run.history)
 
 
 def verdicts_markdown(abl, name: str) -> str:
@@ -21,8 +27,7 @@ def staleness_details(abl) -> str:
         for i, arm in enumerate(("stale0", "stale2")):
             r = abl.runs[arm, seed]
             s, h = r.summary, r.history
-            clip = sum(row.get("clip_frac", float("nan")) for row in h) / len(h)
-            kl = sum(row.get("approx_kl", float("nan")) for row in h) / len(h)
+            clip, kl = _history_mean(r, "clip_frac"), _history_mean(r, "approx_kl")
             rows.append([str(seed) if i == 0 else None, r.label, f"{s['throughput']:.0f}",
                          f"{s['steps_waited']} / {len(h)}", f"{s['mean_staleness']:.2f}", f"{clip:.4f}", f"{kl:.1e}"])
     return markdown_table(["种子", "臂", "吞吐（条轨迹/模拟秒）", "trainer 等过数据的步数", "平均版本差",
@@ -77,8 +82,7 @@ def length_details(abl) -> str:
     rows = []
     for seed in abl.seeds:
         lengths = [e.assistant_tokens() for e in abl.runs["baseline", seed].after.episodes]
-        mean = sum(lengths) / len(lengths)
-        spread = (sum((x - mean) ** 2 for x in lengths) / len(lengths)) ** 0.5
+        mean, spread = statistics.fmean(lengths), statistics.pstdev(lengths)
         rows.append([str(seed), f"{mean:.1f}", f"{spread:.1f}", str(min(lengths)), str(max(lengths))])
     return markdown_table(["种子", "每条轨迹策略写的 token 数：平均", "标准差", "最少", "最多"], rows, ["r"] * 5)
 
@@ -116,8 +120,7 @@ def offpolicy_details(abl, last_steps: int = 4) -> str:
     arms = ABLATIONS["offpolicy"].arms
 
     def mean(arm, seed, key):
-        h = abl.runs[arm, seed].history
-        return sum(r.get(key, float("nan")) for r in h) / len(h)
+        return _history_mean(abl.runs[arm, seed], key)
 
     def tail(arm, seed):
         h = abl.runs[arm, seed].history[-last_steps:]

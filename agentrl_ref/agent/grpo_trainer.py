@@ -172,14 +172,13 @@ def off_policy_inputs(correction: str, logp_prox: torch.Tensor, logp_behave: tor
     """
     if correction == "behave":
         return logp_behave, token_adv
-    proximal = logp_prox
     if correction == "recompute":
-        return proximal, token_adv
+        return logp_prox, token_adv
     if correction != "decoupled":
         raise ValueError(f"correction must be one of {CORRECTIONS}, got {correction!r}")
-    weight = torch.exp(proximal - logp_behave)
+    weight = torch.exp(logp_prox - logp_behave)
     weight = torch.where(weight <= cap, weight, torch.zeros_like(weight))
-    return proximal, token_adv * weight
+    return logp_prox, token_adv * weight
 
 
 def group_center(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
@@ -321,8 +320,11 @@ class _Trainer:
         row.update(_group_diagnostics(correct, total.tolist(), tool, token_adv.detach(), b.mask, cfg.group_size))
         if self.stats_fn is not None:  # clip_frac and approx_kl of what the loss saw; behave_kl: how old the data is
             row.update(self.stats_fn(logp_new.detach(), logp_old, adv, b.mask, cfg.clip_eps))
-            behave = self.stats_fn(logp_new.detach(), b.logp_old, token_adv, b.mask, cfg.clip_eps)
-            row["behave_kl"] = behave["approx_kl"]
+            if cfg.correction == "behave":  # the loss saw the behaviour log-probs already
+                row["behave_kl"] = row["approx_kl"]
+            else:
+                behave = self.stats_fn(logp_new.detach(), b.logp_old, token_adv, b.mask, cfg.clip_eps)
+                row["behave_kl"] = behave["approx_kl"]
         row["train_seconds"] = time.thread_time() - t0
         self.last_batch = episodes
         return row
@@ -355,10 +357,20 @@ class _Trainer:
                               f"训练批准确率 {row['accuracy']:.0%}，工具调用率 {row['tool_rate']:.0%}")
             await asyncio.sleep(0)  # hand over to the workers the new version admitted
 
-    async def run(self) -> tuple:
+    def new_buffer(self) -> tuple:
+        """(exercise 4's buffer, or the student's, whether its get_batch takes current_version)."""
         cfg = self.cfg
         capacity = (cfg.max_staleness + 1) * cfg.batch_size  # the admission rule never has more in flight
-        buffer, versioned = make_buffer(self.parts.AsyncRolloutBuffer, cfg.batch_size, capacity, cfg.max_staleness)
+        return make_buffer(self.parts.AsyncRolloutBuffer, cfg.batch_size, capacity, cfg.max_staleness)
+
+    @staticmethod
+    def dropped(buffer) -> tuple[int, int]:
+        """(stale, overflow) trajectories the buffer dropped, 0 where it does not count them."""
+        return getattr(buffer, "dropped_stale", 0), getattr(buffer, "dropped_overflow", 0)
+
+    async def run(self) -> tuple:
+        cfg = self.cfg
+        buffer, versioned = self.new_buffer()
         admit = asyncio.Condition()
         workers = [asyncio.ensure_future(self.worker(w, buffer, admit)) for w in range(cfg.n_workers)]
         try:
@@ -368,7 +380,7 @@ class _Trainer:
         finally:
             for task in workers:
                 task.cancel()
-        return getattr(buffer, "dropped_stale", 0), getattr(buffer, "dropped_overflow", 0)
+        return self.dropped(buffer)
 
 
 async def grpo_async(policy, task: Task, cfg: GRPOConfig = GRPOConfig(), *, loss_fn=None, parts=None,

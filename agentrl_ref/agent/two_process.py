@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 import torch
 
 from agentrl_ref.agent.grpo_trainer import (
-    GRPOConfig, _Trainer, make_buffer, needed_version, run_coroutine, sample_chunk,
+    GRPOConfig, _Trainer, needed_version, run_coroutine, sample_chunk,
 )
 from agentrl_ref.agent.parts import resolve_parts
 from agentrl_ref.agent.threads import torch_threads
@@ -186,7 +186,6 @@ class TwoProcessResult:
     loadavg: tuple[float, float, float] = (0.0, 0.0, 0.0)  # when the run ended
     dropped_stale: int = 0
     dropped_overflow: int = 0
-    weight_bytes: int = 0
     worker_pid: int = 0                           # the rollout worker's process id (gone when the run returns)
 
     @property
@@ -241,9 +240,7 @@ async def _receive(link: _Link, buffer, chunks: list, done: dict, executor, t0: 
 
 
 async def _two_process(trainer: _Trainer, board: WeightBoard, process, out, t0: float) -> tuple[list, dict, int, int]:
-    cfg = trainer.cfg
-    capacity = (cfg.max_staleness + 1) * cfg.batch_size  # the admission rule never has more in flight
-    buffer, versioned = make_buffer(trainer.parts.AsyncRolloutBuffer, cfg.batch_size, capacity, cfg.max_staleness)
+    buffer, versioned = trainer.new_buffer()
     stopping = threading.Event()
     link = _Link(process, out, stopping)
     chunks: list[dict] = []
@@ -264,7 +261,7 @@ async def _two_process(trainer: _Trainer, board: WeightBoard, process, out, t0: 
         board.stop()
         executor.shutdown(wait=True)  # the reader returns within POLL seconds
         stop_process(process)
-    return chunks, done, getattr(buffer, "dropped_stale", 0), getattr(buffer, "dropped_overflow", 0)
+    return chunks, done, *trainer.dropped(buffer)
 
 
 def grpo_two_process(policy, task, cfg: GRPOConfig = GRPOConfig(), *, loss_fn=None, parts=None, advantage_fn=None,
@@ -305,7 +302,7 @@ def grpo_two_process(policy, task, cfg: GRPOConfig = GRPOConfig(), *, loss_fn=No
     steps = [(start - t0, end - t0) for start, end in trainer.step_times]
     return TwoProcessResult(cfg, trainer.history, chunks, steps, publish, publish_seconds, publish[-1],
                             time.process_time() - cpu0, done.get("cpu", float("nan")), os.getloadavg(),
-                            dropped_stale, dropped_overflow, board.nbytes, process.pid)
+                            dropped_stale, dropped_overflow, process.pid)
 
 
 def _transfer_child(conn, board: WeightBoard, policy, parent: int) -> None:

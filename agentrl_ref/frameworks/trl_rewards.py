@@ -15,13 +15,11 @@ Here the gold answer comes from a dataset column named `answer`.
 """
 from __future__ import annotations
 
-from typing import Callable
 
-from agentrl_ref.composite_reward import seed_reward_fn
+from agentrl_ref.composite_reward import CompositeFn, seed_reward_fn
 from agentrl_ref.format_reward import format_reward
 from agentrl_ref.verifiable_reward import accuracy_reward
 
-CompositeFn = Callable[[str, str], dict]  # (completion, gold) -> {component: score, ..., "total": weighted sum}
 
 
 def completion_text(completion) -> str:

@@ -12,11 +12,9 @@ custom_reward_function.path=<this file> custom_reward_function.name=compute_scor
 """
 from __future__ import annotations
 
-from typing import Callable
 
-from agentrl_ref.composite_reward import seed_reward_fn
+from agentrl_ref.composite_reward import CompositeFn, seed_reward_fn
 
-CompositeFn = Callable[[str, str], dict]
 
 
 def make_verl_compute_score(reward_fn: CompositeFn | None = None):

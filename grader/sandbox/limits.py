@@ -52,37 +52,26 @@ class SessionReport:
     kernel_log_tail: str = ""             # last bytes of the kernel's stderr (bwrap errors, crashes)
     limits: SandboxLimits = field(default_factory=SandboxLimits)
 
-    # (flag, Chinese, English): what a hit limit did to the kernel
+    # (flag, note): what a hit limit did to the kernel
     _CAUSES = (
-        ("oom_killed", "内存超过上限（{memory_mb} MB），内核被系统终止",
-         "memory limit ({memory_mb} MB) exceeded, kernel killed"),
-        ("pids_limit_hit", "进程数超过上限（{pids}）", "process limit ({pids}) reached"),
-        ("cpu_limit_hit", "CPU 时间超过上限（{cpu_seconds} 秒），内核被终止",
-         "CPU time limit ({cpu_seconds} s) exceeded, kernel killed"),
-        ("file_size_limit_hit", "写入的文件超过大小上限（{file_size_mb} MB）",
-         "file size limit ({file_size_mb} MB) reached"),
-        ("wall_limit_hit", "运行时间超过上限，内核被终止", "wall-clock limit exceeded, kernel killed"),
+        ("oom_killed", "内存超过上限（{memory_mb} MB），内核被系统终止"),
+        ("pids_limit_hit", "进程数超过上限（{pids}）"),
+        ("cpu_limit_hit", "CPU 时间超过上限（{cpu_seconds} 秒），内核被终止"),
+        ("file_size_limit_hit", "写入的文件超过大小上限（{file_size_mb} MB）"),
+        ("wall_limit_hit", "运行时间超过上限，内核被终止"),
     )
-    # limits that refuse a write but kill nothing
-    _FULL = ("工作目录写满了（上限 {workdir_mb} MB、{workdir_inodes} 个文件和文件夹），之后的写入都失败了",
-             "working folder full ({workdir_mb} MB, {workdir_inodes} files and folders); later writes failed")
+    # a limit that refuses a write but kills nothing
+    _FULL = "工作目录写满了（上限 {workdir_mb} MB、{workdir_inodes} 个文件和文件夹），之后的写入都失败了"
 
     def _limits(self) -> dict:
         return {k: getattr(self.limits, k)
                 for k in ("memory_mb", "pids", "cpu_seconds", "file_size_mb", "workdir_mb", "workdir_inodes")}
 
-    def _cause(self, column: int, sep: str) -> str | None:
-        parts = [row[column].format(**self._limits()) for row in self._CAUSES if getattr(self, row[0])]
-        return sep.join(parts) if parts else None
-
     def full_zh(self) -> str | None:
         """A Chinese note if the working folder was full (nothing was killed for it); None otherwise."""
-        return self._FULL[0].format(**self._limits()) if self.workdir_full else None
+        return self._FULL.format(**self._limits()) if self.workdir_full else None
 
     def cause_zh(self) -> str | None:
         """A short Chinese note naming why the kernel was killed or limited; None if nothing was hit."""
-        return self._cause(1, "；")
-
-    def cause_en(self) -> str | None:
-        return self._cause(2, "; ")
-
+        parts = [note.format(**self._limits()) for flag, note in self._CAUSES if getattr(self, flag)]
+        return "；".join(parts) if parts else None
