@@ -33,6 +33,20 @@ def reference_fills(assignment: str) -> list[str]:
             if cell.cell_type == "code" and has_blanks(cell.source) for fill in solution_fills(cell.source)]
 
 
+def solution_lines(assignment: str) -> list[str]:
+    """Lines of the instructor's answers that the release does not show (what must never come back)."""
+    release = "\n".join(c.source for c in student_notebook(assignment).cells)
+    lines = [line.strip() for fill in reference_fills(assignment) for line in fill.split("\n")]
+    return [line for line in lines if len(line) > 8 and line not in release]
+
+
+def execution_time(stamp: str) -> float:
+    """Seconds since the epoch of a timestamp nbclient writes into metadata.execution."""
+    from datetime import datetime
+
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
 def hidden_test_lines(assignment: str) -> list[str]:
     """Every non-trivial line between BEGIN/END HIDDEN TESTS in the instructor notebook."""
     lines, inside = [], False

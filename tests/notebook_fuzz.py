@@ -1,7 +1,7 @@
 """Structural mutations of real notebooks and of the files that carry them, for fuzzing the grader's intake.
 
     text = mutate_json(notebook_text, rng, count=3)    # a notebook's JSON with random structural damage
-    make_file(root, name, text, kind)                  # the hand-in as a file of some kind (or a link, a FIFO…)
+    make_file(path, text, kind, other)                 # the hand-in as a file of some kind (or a link, a FIFO…)
 
 Each mutation is what a careless tool, an editor or a hostile student does to a notebook file: wrong types
 in the metadata, cell types changed or invented, keys removed or added, attachments that are missing or

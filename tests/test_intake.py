@@ -15,7 +15,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from grader.cells import grade_id, is_answer, is_locked, is_test
-from course import ASSIGNMENTS, SOURCE, filled, reference_fills, source_notebook, student_notebook
+from course import (
+    ASSIGNMENTS, SOURCE, filled, reference_fills, solution_lines, source_notebook, student_notebook,
+)
 from notebook_fuzz import ODD_NAMES, make_file, mutate_json
 from grader.prepare import read_notebook, repair
 from grader.report import csv_text, md_text
@@ -28,13 +30,6 @@ A = "ex1_format_reward"
 
 def _release(name):
     return student_notebook(name)
-
-
-def _solution_lines(name) -> list[str]:
-    """Lines of the instructor's answers that the release does not show (what must never come back)."""
-    release = "\n".join(c.source for c in _release(name).cells)
-    lines = [line.strip() for fill in reference_fills(name) for line in fill.split("\n")]
-    return [line for line in lines if len(line) > 8 and line not in release]
 
 
 # ---------------------------------------------------------------- rebuilding on the release
@@ -65,7 +60,7 @@ def test_every_cell_kind_deleted_in_turn_comes_back_from_the_release(name):
             fixed, notes = repair(nb, release, source)
             text = nbformat.writes(fixed)
             if base is not reference:
-                assert not [line for line in _solution_lines(name) if line in text], (name, kind)
+                assert not [line for line in solution_lines(name) if line in text], (name, kind)
             gid = grade_id(gone)
             if gid is None:
                 continue                  # markdown: the student's to delete
@@ -82,7 +77,7 @@ def test_a_deleted_answer_never_brings_the_answer_back():
     nb.cells = [c for c in nb.cells if not is_answer(c)]
     fixed, notes = repair(nb, _release(A), source_notebook(A))
     text = nbformat.writes(fixed)
-    assert _solution_lines(A) and not [line for line in _solution_lines(A) if line in text]
+    assert solution_lines(A) and not [line for line in solution_lines(A) if line in text]
     assert any("答案单元恢复为空白" in n for n in notes)
 
 
@@ -120,7 +115,7 @@ def test_any_structural_damage_is_invalid_or_rebuilt_on_the_release(seed, count,
         if cell.cell_type == "markdown":
             assert "<script" not in cell.source.lower() and "onerror" not in cell.source.lower()
     if base == "release":
-        assert not [line for line in _solution_lines(A) if line in nbformat.writes(fixed)]
+        assert not [line for line in solution_lines(A) if line in nbformat.writes(fixed)]
 
 
 # ---------------------------------------------------------------- which files are taken

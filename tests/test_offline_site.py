@@ -192,7 +192,7 @@ def test_socratic_page_gathers_every_question(site_url, browser, built_site):
         assert (built_site / "book" / f"{name}.html").is_file()
     details = page.locator("main details")
     hints = sum(cell.source.count("<details>") for _, nb in release.socratic_sources() for cell in nb.cells
-                if "socratic" in cell.metadata.get("tags", []))
+                if release.SOCRATIC_TAG in cell.metadata.get("tags", []))
     assert hints >= len(names) and details.count() == hints, "every question's hints, and nothing else, folded"
     for i in range(details.count()):
         hint = details.nth(i)

@@ -13,7 +13,7 @@ matplotlib.use("Agg")
 
 from agentrl_ref.teaching.rollout_playground import BOTH, OFF, RolloutPlayground  # noqa: E402
 from agentrl_ref.teaching.rollout_sim import SimConfig  # noqa: E402
-from course import KEEP_OUTPUTS  # noqa: E402
+from course import KEEP_OUTPUTS, execution_time  # noqa: E402
 
 
 def png(fig) -> bytes:
@@ -157,17 +157,12 @@ def _say_where_the_time_went(nb, t0: float, t1: float) -> None:
     in full-suite runs this test took 120-240 s against ~2 s alone, and the phases say where to look."""
     if t1 - t0 < 60:
         return
-    from datetime import datetime
-
-    def at(stamp: str) -> float:
-        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-
     phases, last = [], t0
     for i, cell in enumerate(nb.cells):
         ex = cell.metadata.get("execution", {})
         if "iopub.status.busy" in ex and "iopub.status.idle" in ex:
-            busy, idle = at(ex["iopub.status.busy"]), at(ex["iopub.status.idle"])
-            reply = at(ex.get("shell.execute_reply", ex["iopub.status.idle"]))
+            busy, idle = execution_time(ex["iopub.status.busy"]), execution_time(ex["iopub.status.idle"])
+            reply = execution_time(ex.get("shell.execute_reply", ex["iopub.status.idle"]))
             phases.append(f"before cell {i}: {busy - last:.1f} s, cell {i}: {reply - busy:.1f} s to its reply, "
                           f"{idle - reply:.1f} s more to idle")
             last = idle
