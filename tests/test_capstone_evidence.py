@@ -16,26 +16,45 @@ from agentrl_ref.agent import (
     parts_summary, run_jobs,
 )
 from agentrl_ref.agent.ablations import VersionEval, _time_weights
-from agentrl_ref.agent.verdicts import SeedDiff, sign_chance
+from agentrl_ref.agent.verdicts import (
+    ALPHA, SeedDiff, across_seeds, sign_chance, t_critical, t_two_sided_p, unpaired, unpaired_se,
+)
 
 
-# --- verdicts from fabricated per-seed results --------------------------------------------------
+# --- verdicts from fabricated per-seed results: one test per outcome ------------------------------
 
 def diffs(*pairs, se=0.01):
     return [SeedDiff(seed, a, b, se) for seed, (a, b) in enumerate(pairs)]
 
 
-def test_every_seed_beyond_its_noise_and_the_same_sign_is_a_result():
-    v = judge(diffs((0.93, 0.83), (0.95, 0.90), (0.97, 0.93)), "准确率", "屏蔽", "也训练")
+def test_a_mean_difference_beyond_the_seed_to_seed_spread_is_a_result():
+    v = judge(diffs((0.93, 0.83), (0.95, 0.86), (0.97, 0.88)), "准确率", "屏蔽", "也训练")
     assert v.kind == "agree" and v.sign == -1
-    assert v.text == ('准确率：3 个种子全部是 "也训练" 比 "屏蔽" 低（差 -10.0 到 -4.0 个百分点），'
-                      "每个种子的差都超出了它自己的评估噪声。")
+    # differences -10, -9, -9 points: their spread gives a standard error of 0.333 points, less than the evaluation
+    # noise alone, sqrt(3 * 1^2) / 3 = 0.577 points, which is taken instead; t = -9.33 / 0.577 = -16.2 on 2 df
+    assert v.test.se == pytest.approx(math.sqrt(3) * 0.01 / 3)
+    assert v.test.p == pytest.approx(t_two_sided_p(-0.09333 / (math.sqrt(3) * 0.01 / 3), 2), rel=1e-3)
+    assert v.text == ('准确率：3 个种子全部是 "也训练" 比 "屏蔽" 低（差 -10.0 到 -9.0 个百分点，平均 -9.3 ± 1.2 个百分点），'
+                      f"平均差超出了种子之间的波动（配对 t 检验，p = {v.test.p:.3f}）。")
 
 
-def test_the_same_sign_with_one_seed_inside_its_noise_is_a_tendency():
-    v = judge(diffs((0.90, 0.91), (0.90, 0.95), (0.90, 0.96)), "准确率", "A", "B")
-    assert v.kind == "lean" and v.sign == 1
-    assert '3 个种子都是 "B" 比 "A" 高' in v.text and "其中 1 个种子的差在评估噪声之内：是倾向，不是定论。" in v.text
+def test_every_seed_beyond_its_noise_but_a_wide_spread_is_only_a_tendency():
+    """The rule the page used before: -10.2, -4.7 and -3.7 points, each beyond 2 SE, all the same sign; with three
+    seeds that happens for a change with no effect 25% of the time, and the spread is as large as the mean."""
+    v = judge(diffs((0.934, 0.832), (0.949, 0.902), (0.969, 0.932), se=0.015), "准确率", "屏蔽", "也训练")
+    assert all(d.beyond_noise for d in diffs((0.934, 0.832), (0.949, 0.902), (0.969, 0.932), se=0.015))
+    assert v.kind == "lean" and v.sign == -1 and v.test.p > ALPHA
+    assert "但平均差没有超出种子之间的波动（配对 t 检验，p = " in v.text
+    assert "两臂毫无差别时，3 个种子方向碰巧一致的概率也有 25%）：是倾向，不是定论。" in v.text
+
+
+def test_differences_all_inside_the_noise_are_no_visible_difference():
+    v = judge(diffs((0.90, 0.905), (0.90, 0.895), (0.90, 0.91)), "准确率", "A", "B")
+    assert v.kind == "noise" and v.sign == 0
+    assert v.text == ('准确率：3 个种子上 "B" 与 "A" 之差（-0.5 到 +1.0 个百分点）都在评估噪声（±2 个标准误）之内：'
+                      "这个规模上看不出差别。")
+    same = judge([SeedDiff(s, 0.9, 0.9, 0.0) for s in range(3)], "准确率", "A", "B")
+    assert same.kind == "noise" and same.text == '准确率：3 个种子上 "B" 与 "A" 的结果完全相同。'
 
 
 def test_seeds_pointing_both_ways_give_no_conclusion():
@@ -45,21 +64,38 @@ def test_seeds_pointing_both_ways_give_no_conclusion():
                       "这个规模上得不出结论。")
 
 
-def test_differences_all_inside_the_noise_are_no_visible_difference():
-    v = judge(diffs((0.90, 0.905), (0.90, 0.895), (0.90, 0.91)), "准确率", "A", "B")
-    assert v.kind == "noise" and "都在评估噪声（±2 个标准误）之内：这个规模上看不出差别。" in v.text
-
-
-def test_without_a_standard_error_only_the_sign_is_judged():
-    v = judge([SeedDiff(s, 2.5, 1.7, None) for s in range(4)], "模拟用时", "max_staleness=0", "max_staleness=2",
-              unit="s", higher="长", lower="短")
-    assert v.kind == "agree" and v.text == ('模拟用时：4 个种子全部是 "max_staleness=2" 比 "max_staleness=0" 短'
-                                            "（差 -0.80 模拟秒）。")
+def test_without_a_standard_error_there_is_no_verdict_whatever_the_signs():
+    for values in ((2.5, 1.7), (2.5, 3.0)):
+        v = judge([SeedDiff(s, *values, None) for s in range(4)], "字符数", "开", "关", unit="num")
+        assert v.kind == "no_se" and v.sign == 0 and v.test is None
+        assert v.text.endswith("这个量没有标准误，不知道评估噪声有多大，所以只列出数字，不下判断。")
+    with pytest.raises(ValueError, match="standard error"):
+        SeedDiff(0, 1.0, 2.0, None).beyond_noise
     with pytest.raises(ValueError):
         judge([], "x", "a", "b")
     one = judge([SeedDiff(0, 0.9, 0.8, 0.01)], "准确率", "A", "B")
     assert one.kind == "single" and "只有 1 个种子" in one.text and "不下结论" in one.text
     assert sign_chance(3) == 0.25 and sign_chance(1) == 1.0
+
+
+def test_a_computed_quantity_has_standard_error_zero_and_is_judged_on_the_seeds_alone():
+    """The simulated time comes from the cost model: no evaluation noise, only the spread across seeds."""
+    steady = judge([SeedDiff(s, 2.5, 2.5 - d, 0.0) for s, d in enumerate((0.80, 0.82, 0.81))], "模拟用时",
+                   "max_staleness=0", "max_staleness=2", unit="s", higher="长", lower="短")
+    assert steady.kind == "agree" and steady.sign == -1 and "比 \"max_staleness=0\" 短" in steady.text
+    wild = judge([SeedDiff(s, 2.5, 2.5 - d, 0.0) for s, d in enumerate((0.1, 0.9, 0.05))], "模拟用时",
+                 "max_staleness=0", "max_staleness=2", unit="s", higher="长", lower="短")
+    assert wild.kind == "lean"
+
+
+def test_the_t_distribution_matches_its_table():
+    for df, t in ((1, 12.706), (2, 4.303), (4, 2.776), (10, 2.228)):  # two-sided 5% critical values
+        assert t_two_sided_p(t, df) == pytest.approx(0.05, abs=2e-4)
+        assert t_critical(df) == pytest.approx(t, abs=2e-3)
+    assert t_two_sided_p(1.0, 2) == pytest.approx(1 - 1 / math.sqrt(3))  # df 2 in closed form
+    assert t_two_sided_p(0.0, 5) == pytest.approx(1.0) and t_two_sided_p(math.inf, 3) == 0.0
+    with pytest.raises(ValueError):
+        across_seeds(diffs((0.5, 0.6)))
 
 
 def test_the_paired_standard_error_is_that_of_the_per_problem_differences():
@@ -72,6 +108,12 @@ def test_the_paired_standard_error_is_that_of_the_per_problem_differences():
     seeds = paired([0, 1], [a, a], [b, a])
     assert [s.diff for s in seeds] == [pytest.approx(mean), 0.0] and seeds[1].beyond_noise is False
     assert paired([0], [0.5], [0.7])[0].se is None  # one number per seed: no SE
+    # two independent samples (e.g. the lengths of each arm's correct answers): Welch's standard error
+    x, y = [44, 44, 45, 47], [44, 46, 44]
+    var = lambda v: sum((u - sum(v) / len(v)) ** 2 for u in v) / (len(v) - 1)  # noqa: E731
+    assert unpaired_se(x, y) == pytest.approx(math.sqrt(var(x) / 4 + var(y) / 3))
+    assert unpaired([0], [x], [y])[0].se == pytest.approx(unpaired_se(x, y))
+    assert unpaired([0], [[44]], [y])[0].se is None  # one answer: its variance is unknown
 
 
 # --- loss aggregations and Dr. GRPO's advantage ----------------------------------------------------
