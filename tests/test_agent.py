@@ -273,10 +273,28 @@ def test_no_other_file_holds_the_loss_formula():
 def test_replay_serial_when_on_policy_and_overlapped_when_stale():
     chunks0 = [{"version": c, "seconds": 1.0} for c in range(4)]  # max_staleness 0: chunk c uses version c
     rep = replay(chunks0, [2.0] * 4, n_workers=1, chunks_per_step=1, trajectories_per_chunk=8)
-    assert rep.total == rep.serial == 12.0 and rep.steps_waited == 3
+    assert rep.total == rep.serial == 12.0 and rep.steps_waited == 4  # step 0 waits for the first batch too
     chunks1 = [{"version": max(0, c - 1), "seconds": 1.0} for c in range(4)]  # one step stale
     rep = replay(chunks1, [2.0] * 4, n_workers=1, chunks_per_step=1, trajectories_per_chunk=8)
-    assert rep.total == 9.0 and rep.steps_waited == 0 and rep.throughput == pytest.approx(32 / 9)
+    assert rep.total == 9.0 and rep.steps_waited == 1 and rep.throughput == pytest.approx(32 / 9)
+    costed = [{"version": c["version"], "seconds": 5.0, "cost": 1.0} for c in chunks1]  # another duration key
+    assert replay(costed, [2.0] * 4, 1, 1, 8, key="cost").total == 9.0
+
+
+def test_the_simulated_clock_is_the_cost_model_of_the_work_not_a_timer(tiny_run):
+    """Two runs on the same seed replay to the same simulated times whatever the machine's load did to the measured
+    CPU seconds; the cost model charges every chunk and step for the rows and positions it computed."""
+    from agentrl_ref.agent import COST_MODEL
+
+    res = tiny_run.grpo_result
+    again = grpo(tiny_run.sft_policy(), tiny_run.task, res.config)
+    assert again.replay.publish == res.replay.publish and again.replay.intervals == res.replay.intervals
+    for chunk in res.chunks:
+        assert chunk["cost"] == COST_MODEL.chunk(chunk["rows"], chunk["positions"]) and chunk["seconds"] > 0
+    for row in res.history:
+        assert row["train_cost"] == COST_MODEL.step(row["rows"], row["length"], row["extra_forwards"])
+    assert res.replay.serial == pytest.approx(sum(c["cost"] for c in res.chunks)
+                                              + sum(r["train_cost"] for r in res.history))
 
 
 # --- the trainer: wiring, determinism, the sandbox without loss.py ----------------------------
@@ -437,7 +455,12 @@ def test_sft_done_ahead_gives_the_same_ablations_and_is_dropped_when_the_parts_c
     assert {k: r.after.correct for k, r in again.runs.items()} == {k: r.after.correct for k, r in plain.runs.items()}
 
 
-def test_figures_are_ascii_and_the_episode_renders(tiny_run, tiny_ablations):
+def test_figures_are_in_chinese_without_a_missing_glyph_and_the_episode_renders(tiny_run, tiny_ablations):
+    """Every figure of the page drawn to PNG: its title, axes and legend in Chinese, and no glyph falling back to a
+    box (matplotlib warns "Glyph ... missing from font(s)"; make deps installs fonts-noto-cjk)."""
+    import io
+    import warnings
+
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -447,15 +470,23 @@ def test_figures_are_ascii_and_the_episode_renders(tiny_run, tiny_ablations):
     )
     comparisons = [(n, m, a, b) for n, ab in ABLATIONS.items() for m, a, b in ab.comparisons if m == "accuracy"]
     arms = [tiny_ablations.runs["stale0", 7], tiny_ablations.runs["stale2", 7]]
-    for fig in (plot_training_curves(tiny_run.grpo_result), plot_differences(tiny_ablations, comparisons),
-                plot_versions(tiny_ablations), plot_cliff(tiny_ablations), plot_schedule(arms)):
-        texts = [t.get_text() for t in fig.findobj(matplotlib.text.Text)]
-        texts = [t.replace("\u2212", "-") for t in texts]  # matplotlib's minus sign (DejaVu has it)
-        assert all(text.isascii() for text in texts), [t for t in texts if not t.isascii()]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        figs = [plot_training_curves(tiny_run.grpo_result), plot_differences(tiny_ablations, comparisons),
+                plot_versions(tiny_ablations), plot_cliff(tiny_ablations), plot_schedule(arms)]
+        for fig in figs:
+            fig.savefig(io.BytesIO(), format="png")
+    assert not [str(w.message) for w in caught if "missing" in str(w.message)]
+    for fig in figs:
+        texts = [t.get_text() for t in fig.findobj(matplotlib.text.Text) if t.get_text()]
+        assert any(any("\u4e00" <= ch <= "\u9fff" for ch in text) for text in texts), texts
         plt.close(fig)
     from agentrl_ref.agent import offpolicy_details
 
-    assert offpolicy_details(tiny_ablations).count("\n- ") == 3  # the three counted lines under the table
+    details = offpolicy_details(tiny_ablations)
+    assert details.count("\n- ") == 5  # the lag of every step and four counts under the table
+    lags = tiny_ablations.runs["stale_behave", 7].lags
+    assert "每一步训练批的平均版本差（三臂、2 个种子都一样）：" + "、".join(f"{x:g}" for x in lags) in details
     html = episode_html(demo_episode(Problem(81, "*", 37), True))
     assert html.count("<span title=") == len(demo_episode(Problem(81, "*", 37), True))
     assert "mask=1" in html and "role=tool mask=0" in html

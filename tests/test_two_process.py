@@ -253,7 +253,8 @@ def test_the_weight_board_hands_over_copies_with_their_version(start):
 # --- the off-policy corrections -----------------------------------------------------------------------------------
 
 def _areal_loss(new, prox, behave, adv, mask, eps, cap):
-    """AReaL's decoupled PPO loss written out per token (areal ppo_actor_loss_fn with behav_imp_weight_cap)."""
+    """AReaL's decoupled PPO loss written out per token (areal ppo_actor_loss_fn, v1.0.1-v1.0.3, with
+    behave_imp_weight_cap and behave_imp_weight_mode="token_mask"; v1.0.4's rejection_sampling with action "mask")."""
     total = count = 0.0
     for i in range(new.shape[0]):
         for t in range(new.shape[1]):
@@ -314,6 +315,14 @@ def test_with_fresh_data_decoupled_is_recompute_and_with_stale_data_the_behaviou
     assert max(r["staleness"] for r in behave.history) == 4
     last = recompute.history[-1]  # its ratio is taken against the weights before the batch, not the behaviour's
     assert behave.history[-1]["behave_kl"] > 0 and last["approx_kl"] < last["behave_kl"]
+    # measured steps: how far each batch moved the policy, and for the decoupled objective how its weights spread
+    measured = grpo(start.sft_policy(), start.task,
+                    GRPOConfig(**{**stale.__dict__, "correction": "decoupled", "measure_steps": True}))
+    for row in measured.history:
+        assert row["step_kl"] >= 0 and row["extra_forwards"] == 2 and 0 <= row["capped_share"] <= 1
+        assert 0 < row["weight_ess"] <= 1 + 1e-9
+    assert measured.history[0]["capped_share"] == 0 and measured.history[0]["weight_ess"] == pytest.approx(1)
+    assert "step_kl" not in behave.history[0] and behave.history[0]["extra_forwards"] == 0
 
 
 def test_the_throughput_section_measures_every_setting_and_evaluates_every_version(start):

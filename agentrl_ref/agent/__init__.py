@@ -20,14 +20,14 @@ One small file per idea:
     two_process.py   the same trainer with the rollout worker in a second process (weights in shared memory)
     throughput.py    two-process runs for several max_staleness side by side: wall clock, ceiling, accuracy per second
     aggregation.py   token mean, sequence mean, constant: how the per-token losses become one number
-    schedule.py   the simulated two-device timeline (throughput for max_staleness 0 vs 2)
+    schedule.py   the simulated two-device timeline and its deterministic cost model (max_staleness 0 vs 2)
     evaluation.py held-out accuracy, tool-call rate, copy rate (sampled and greedy)
     pipeline.py   train(): the whole capstone for one seed
     pool.py       independent jobs (seeds, arms) on both cores: forked workers, one torch thread each
     ablations.py  short GRPO runs that change one thing, on several seeds, paired with a reference arm
-    verdicts.py   what per-seed paired differences support, as a sentence computed from them
+    verdicts.py   what per-seed differences support (a paired t-test across seeds), as a computed sentence
     tables.py, details.py, plots.py, render.py   what the notebook shows
-    progress.py   a live progress line for long cells (the page keeps its last state)
+    progress.py   a live progress line for long cells, and lines of measured time marked as such
 
 Names load lazily: importing this package imports neither torch nor loss.py. No module is named
 like a public name (a submodule import would otherwise replace the function on the package).
@@ -41,16 +41,16 @@ _EXPORTS = {
     "policy": ["TinyPolicy", "make_policy"],
     "rollout": ["sample_episodes"],
     "parts": ["COS_MAX_LEN", "EXERCISE_OF", "Parts", "REWARD_WEIGHTS", "build_reward_fn", "describe_parts", "origin",
-              "parts_summary", "reference_part", "resolve_parts", "uses_own_parts"],
+              "parts_summary", "reference_part", "resolve_parts", "sft_parts_summary", "uses_own_parts"],
     "batch": ["Batch", "collate", "token_logp"],
     "loss": ["clipped_pg_loss", "pg_stats"],
     "sft_trainer": ["SFTConfig", "demonstrations", "sft"],
     "grpo_trainer": ["CORRECTIONS", "DECOUPLED_WEIGHT_CAP", "GRPOConfig", "GRPOResult", "grpo", "grpo_async",
                      "group_center", "make_buffer", "needed_version", "off_policy_inputs", "sample_chunk"],
     "two_process": ["TwoProcessResult", "WeightBoard", "grpo_two_process", "measure_weight_transfer"],
-    "throughput": ["ASYNC_STALENESS", "THROUGHPUT_GRPO", "Throughput", "measure_throughput"],
+    "throughput": ["ASYNC_STALENESS", "THROUGHPUT_GRPO", "Throughput", "ceiling", "measure_throughput"],
     "aggregation": ["LOSS_AGGS", "aggregated"],
-    "schedule": ["Replay", "replay"],
+    "schedule": ["COST_MODEL", "CostModel", "Replay", "replay"],
     "evaluation": ["EvalResult", "evaluate", "summarize"],
     "pipeline": ["CapstoneRun", "EXTRA_SEEDS", "NOTEBOOK_SEED", "fresh_policy", "run_grpo", "run_grpo_compared",
                  "run_sft", "train"],
@@ -60,13 +60,14 @@ _EXPORTS = {
                   "prefetch_sft",
                   "run_ablations",
                   "time_averaged"],
-    "verdicts": ["SeedDiff", "Verdict", "judge", "paired", "paired_se"],
+    "verdicts": ["ALPHA", "AcrossSeeds", "SeedDiff", "Verdict", "across_seeds", "judge", "paired", "paired_se",
+                 "sign_chance", "t_critical", "unpaired", "unpaired_se"],
     "pool": ["JobStats", "Jobs", "default_processes", "run_jobs", "start_jobs"],
-    "progress": ["LiveLine"],
+    "progress": ["LiveLine", "MEASURED", "measured"],
     "tables": ["ABLATION_ZH", "ARM_ZH", "arm_zh", "before_after_table", "cliff_table", "comparison_verdicts",
                "reference_line", "seed_table", "throughput_table", "timing_table"],
-    "details": ["cliff_components", "cosine_details", "credit_details", "largest_gap", "length_details",
-                "offpolicy_details", "staleness_details", "verdicts_markdown"],
+    "details": ["against_the_paper", "cliff_components", "cost_model_line", "cosine_details", "credit_details",
+                "largest_gap", "length_details", "offpolicy_details", "staleness_details", "verdicts_markdown"],
     "plots": ["plot_cliff", "plot_differences", "plot_schedule", "plot_timeline", "plot_training_curves",
               "plot_versions", "plot_wall_versions"],
     "render": ["episode_html"],

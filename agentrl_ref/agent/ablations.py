@@ -22,7 +22,7 @@ from agentrl_ref.agent.grpo_trainer import GRPOConfig, grpo
 from agentrl_ref.agent.parts import REWARD_WEIGHTS
 from agentrl_ref.agent.pool import run_jobs, start_jobs
 from agentrl_ref.agent.schedule import Replay
-from agentrl_ref.agent.verdicts import SeedDiff, paired
+from agentrl_ref.agent.verdicts import SeedDiff, paired, unpaired
 
 # the page's seeds; bench/capstone.py runs more. AGENTRL_CAPSTONE_SEEDS="0" (a comma-separated list) runs fewer, e.g.
 # on a slow machine or in a smoke test: the tables and verdicts are then computed from those seeds only.
@@ -31,16 +31,18 @@ ABLATION_GRPO = GRPOConfig(steps=16)  # every arm: the main run's settings, fewe
 CLIFF_SFT_STEPS = 60             # too short: the policy calls the tool but rarely copies its result
 VERSION_EVAL_PROBLEMS = 128      # held-out problems on which every published version of a tracked arm is evaluated
 ACCURACY_ONLY = {"fmt": 0.0, "acc": 1.0, "cos_len": 0.0}
-# the off-policy arms: data up to 8 versions old (the single-process trainer runs its workers as far ahead as allowed:
-# the lag grows by about one version per step up to 8), four minibatch updates per batch as AReaL's default
-# ppo_n_minibatches (so a proximal policy exists between them), 12 steps (the page's budget; the lag is the point)
-OFF_POLICY = {"max_staleness": 8, "minibatches": 4, "steps": 12}
+# the off-policy arms: data up to 8 versions old (the single-process trainer lets its workers run as far ahead as the
+# admission rule allows, so the lag grows step by step and reaches 8 only at the end: off_policy_lags), four minibatch
+# updates per batch as AReaL's default ppo_n_minibatches (so a proximal policy exists between them), 12 steps (the
+# page's budget; the lag is the point), and how far each batch moved the policy measured (one or two extra forwards)
+OFF_POLICY = {"max_staleness": 8, "minibatches": 4, "steps": 12, "measure_steps": True}
 
 
 @dataclass(frozen=True)
 class ArmSpec:
-    """label: English (figures, ASCII); overrides: GRPOConfig fields (steps: at most that many); start: "sft" or
-    "short_sft"; versions: evaluate every published policy version on VERSION_EVAL_PROBLEMS held-out problems."""
+    """label: Chinese, as tables, verdicts and figures show it; overrides: GRPOConfig fields (steps: at most that
+    many); start: "sft" or "short_sft"; versions: evaluate every published policy version on VERSION_EVAL_PROBLEMS
+    held-out problems."""
 
     label: str
     overrides: dict = field(default_factory=dict)
@@ -49,20 +51,20 @@ class ArmSpec:
 
 
 ARMS: dict[str, ArmSpec] = {
-    "baseline": ArmSpec("baseline"),
-    "tool_trained": ArmSpec("tool result trained", {"train_tool_tokens": True}),
+    "baseline": ArmSpec("默认"),
+    "tool_trained": ArmSpec("也训练 tool 结果", {"train_tool_tokens": True}),
     "stale0": ArmSpec("max_staleness=0", {"max_staleness": 0}, versions=True),
     "stale2": ArmSpec("max_staleness=2", {"max_staleness": 2}, versions=True),
-    "cos_off": ArmSpec("cosine off", {"reward_weights": {**REWARD_WEIGHTS, "cos_len": 0.0}}),
-    "last_token": ArmSpec("last token only", {"credit": "last_token"}),
-    "seq_mean": ArmSpec("sequence mean (GRPO paper)", {"loss_agg": "seq_mean"}),
-    "constant": ArmSpec("constant (Dr. GRPO)", {"loss_agg": "constant"}),
-    "cliff_full": ArmSpec("short SFT, full reward", start="short_sft"),
-    "cliff_acc": ArmSpec("short SFT, accuracy only", {"reward_weights": ACCURACY_ONLY}, start="short_sft"),
-    "cliff_no_std": ArmSpec("short SFT, no std division", {"scale_rewards": "none"}, start="short_sft"),
-    "stale_behave": ArmSpec("stale8 behaviour ratio", {**OFF_POLICY, "correction": "behave"}),
-    "stale_decoupled": ArmSpec("stale8 decoupled (AReaL)", {**OFF_POLICY, "correction": "decoupled"}),
-    "stale_recompute": ArmSpec("stale8 no correction", {**OFF_POLICY, "correction": "recompute"}),
+    "cos_off": ArmSpec("关掉 cosine 项", {"reward_weights": {**REWARD_WEIGHTS, "cos_len": 0.0}}),
+    "last_token": ArmSpec("只给最后一个训练 token", {"credit": "last_token"}),
+    "seq_mean": ArmSpec("先每条平均（GRPO 论文）", {"loss_agg": "seq_mean"}),
+    "constant": ArmSpec("除以常数（Dr. GRPO）", {"loss_agg": "constant"}),
+    "cliff_full": ArmSpec("短 SFT，完整奖励", start="short_sft"),
+    "cliff_acc": ArmSpec("短 SFT，只看正确性", {"reward_weights": ACCURACY_ONLY}, start="short_sft"),
+    "cliff_no_std": ArmSpec("短 SFT，不除以标准差", {"scale_rewards": "none"}, start="short_sft"),
+    "stale_behave": ArmSpec("对行为策略取比值（PPO 原样）", {**OFF_POLICY, "correction": "behave"}),
+    "stale_decoupled": ArmSpec("解耦 PPO（AReaL）", {**OFF_POLICY, "correction": "decoupled"}),
+    "stale_recompute": ArmSpec("不修正", {**OFF_POLICY, "correction": "recompute"}),
 }
 
 @dataclass(frozen=True)
@@ -129,6 +131,8 @@ class ArmRun:
     versions: list[VersionEval] = field(default_factory=list, repr=False)
     own_advantages: bool = True                   # False: the arm computes its advantages itself (advantage_fn unused)
     cpu_seconds: float = 0.0
+    # the cost model's simulated seconds of generation and training, and the CPU seconds the same work measured
+    work: dict = field(default_factory=dict)      # gen_cost, gen_seconds, train_cost, train_seconds
 
     @property
     def label(self) -> str:
@@ -145,10 +149,18 @@ class ArmRun:
                 "sim_seconds": rep.total, "serial_seconds": rep.serial, "steps_waited": rep.steps_waited,
                 "throughput": rep.throughput}
 
+    @property
+    def lags(self) -> list[float]:
+        """The mean version lag of every training step's batch, in step order."""
+        return [row["staleness"] for row in self.history]
+
 
 PER_PROBLEM = {"accuracy": lambda ev: ev.correct, "tool_rate": lambda ev: ev.tool,
                "response_tokens": lambda ev: [e.assistant_tokens() for e in ev.episodes]}
-SUMMARY_KEY = {"answer_chars": "correct_answer_chars"}
+# one independent sample per arm (not per problem): the final answers' lengths of the correct episodes
+PER_ANSWER = {"answer_chars": lambda ev: [len(e.answer_text) for e, c in zip(ev.episodes, ev.correct) if c]}
+# computed from the work a run did (schedule.COST_MODEL), not sampled: no evaluation noise, standard error 0
+COMPUTED = {"sim_seconds"}
 
 
 @dataclass
@@ -171,20 +183,28 @@ class Ablations:
         """Per seed: arm b against arm a on `metric`, paired over the same held-out problems where it can be.
 
         accuracy, tool_rate, response_tokens: after GRPO, per held-out problem (paired SE);
+        answer_chars: the correct answers of each arm (unpaired SE: the arms get different problems right);
         time_accuracy: per problem, the newest published version's correctness averaged over the simulated time
         both arms trained (time_averaged); start_tool_rate: arm b's own tool-call rate before against after GRPO;
-        anything else: ArmRun.summary[metric] (one number per seed, no SE: the verdict judges the sign only).
+        sim_seconds: computed by the cost model (SE 0: nothing sampled); anything else: ArmRun.summary[metric]
+        (one number per seed, no SE: verdicts.judge gives no verdict for it).
         """
         if metric in PER_PROBLEM:
             return paired(self.seeds, [PER_PROBLEM[metric](r.after) for r in self.runs_of(a)],
                           [PER_PROBLEM[metric](r.after) for r in self.runs_of(b)])
+        if metric in PER_ANSWER:
+            return unpaired(self.seeds, [PER_ANSWER[metric](r.after) for r in self.runs_of(a)],
+                            [PER_ANSWER[metric](r.after) for r in self.runs_of(b)])
         if metric == "time_accuracy":
             pairs = [time_averaged(self.runs[a, s], self.runs[b, s]) for s in self.seeds]
             return paired(self.seeds, [p[0] for p in pairs], [p[1] for p in pairs])
         if metric == "start_tool_rate":
             return paired(self.seeds, [r.before.tool for r in self.runs_of(b)], [r.after.tool for r in self.runs_of(b)])
-        return paired(self.seeds, [r.summary[SUMMARY_KEY.get(metric, metric)] for r in self.runs_of(a)],
-                      [r.summary[SUMMARY_KEY.get(metric, metric)] for r in self.runs_of(b)])
+        diffs = paired(self.seeds, [r.summary[metric] for r in self.runs_of(a)],
+                       [r.summary[metric] for r in self.runs_of(b)])
+        if metric in COMPUTED:
+            diffs = [replace(d, se=0.0) for d in diffs]
+        return diffs
 
 
 def time_averaged(a: ArmRun, b: ArmRun) -> tuple[list[float], list[float]]:
@@ -243,8 +263,11 @@ def _arm_job(arm: str, seed: int, *, states, starts, base, n_test, loss_fn, part
             policy.load_state_dict(state)
             ev = evaluate(policy, subset, 1.0, seed=seed)
             versions.append(VersionEval(v, result.replay.publish[v], ev.correct))
+    work = {"gen_cost": sum(c["cost"] for c in result.chunks), "gen_seconds": sum(c["seconds"] for c in result.chunks),
+            "train_cost": sum(r["train_cost"] for r in result.history),
+            "train_seconds": sum(r["train_seconds"] for r in result.history)}
     return ArmRun(arm, seed, cfg, result.history, result.replay, starts[spec.start, seed], after, versions,
-                  own, time.process_time() - c0)
+                  own, time.process_time() - c0, work)
 
 
 def _sft_jobs(own_seed: int, names, seeds) -> list[tuple[str, int]]:

@@ -21,7 +21,8 @@ def verdicts_markdown(abl, name: str) -> str:
 
 
 def staleness_details(abl) -> str:
-    """Per seed and arm: simulated throughput, steps the trainer waited, mean version lag, clipped share, approx KL."""
+    """Per seed and arm: simulated throughput, steps before which the trainer waited (the first one included), mean
+    version lag, clipped share, approx KL."""
     rows = []
     for seed in abl.seeds:
         for i, arm in enumerate(("stale0", "stale2")):
@@ -30,8 +31,25 @@ def staleness_details(abl) -> str:
             clip, kl = _history_mean(r, "clip_frac"), _history_mean(r, "approx_kl")
             rows.append([str(seed) if i == 0 else None, r.label, f"{s['throughput']:.0f}",
                          f"{s['steps_waited']} / {len(h)}", f"{s['mean_staleness']:.2f}", f"{clip:.4f}", f"{kl:.1e}"])
-    return markdown_table(["种子", "臂", "吞吐（条轨迹/模拟秒）", "trainer 等过数据的步数", "平均版本差",
+    return markdown_table(["种子", "臂", "吞吐（条轨迹/模拟秒）", "trainer 等过批次的步数（含第 0 步）", "平均版本差",
                            "被裁剪的 token 比例", "近似 KL"], rows, ["r", "", "r", "r", "r", "r", "r"])
+
+
+def cost_model_line(abl, arm: str = "stale0") -> str:
+    """The cost model's seconds per step for generation and training in `arm` (all seeds), beside the CPU seconds the
+    same work measured in this run (which go into no verdict), and the ceiling (t_gen + t_train) / max(...) of each."""
+    from agentrl_ref.agent.throughput import ceiling
+
+    runs = abl.runs_of(arm)
+    steps = sum(len(r.history) for r in runs)
+    model = {k: sum(r.work[k] for r in runs) / steps for k in ("gen_cost", "train_cost")}
+    measured = {k: sum(r.work[k] for r in runs) / steps for k in ("gen_seconds", "train_seconds")}
+    return (f"成本模型（`agentrl_ref/agent/schedule.py`）给 {runs[0].label} 这一臂每步的生成 "
+            f"{model['gen_cost']:.3f} 模拟秒、训练 {model['train_cost']:.3f} 模拟秒，两者完全重叠时的上限是 "
+            f"{ceiling(model['gen_cost'], model['train_cost']):.2f} 倍；这次运行里同样的工作实测的 CPU 时间是生成 "
+            f"{measured['gen_seconds']:.3f} s、训练 {measured['train_seconds']:.3f} s（上限 "
+            f"{ceiling(measured['gen_seconds'], measured['train_seconds']):.2f} 倍）。实测的数随机器和负载变，"
+            "不进入任何判断；模拟时钟只用成本模型，所以上面的判断每次重跑都一样。")
 
 
 def cosine_details(abl, shortest: int) -> str:
@@ -52,8 +70,8 @@ def cosine_details(abl, shortest: int) -> str:
 
 
 def credit_details(abl) -> tuple[str, str | None]:
-    """Per seed (last token only): how the answers that lost the format broke; and one answer that went on after
-    its first </answer> (None if there is none)."""
+    """Per seed (last token only): how the answers that lost the format broke, and the tool-call rate after GRPO of
+    both arms; then one answer that went on after its first </answer> (None if there is none)."""
     format_reward = reference_part("format_reward")
     rows, example = [], None
     for seed in abl.seeds:
@@ -64,9 +82,11 @@ def credit_details(abl) -> tuple[str, str | None]:
                    and e.answer_text.index(END) + len(END) < len(e.answer_text)]
         example = example or next((e.answer_text for e in went_on), None)
         rows.append([str(seed), fmt(ev.format_rate), f"{ev.mean_response_tokens:.1f}", str(len(broken)),
-                     str(len(went_on)), str(len(cut)), str(len(broken) - len(went_on) - len(cut))])
+                     str(len(went_on)), str(len(cut)), str(len(broken) - len(went_on) - len(cut)),
+                     fmt(abl.runs["baseline", seed].after.tool_rate), fmt(ev.tool_rate)])
     table = markdown_table(["种子", "格式合格", "平均回复 token 数", "格式不合格", f"其中第一个 `{END}` 之后还在写",
-                            "写到长度上限被截断", "另有毛病"], rows, ["r"] * 7)
+                            "写到长度上限被截断", "另有毛病", "工具调用率：默认", "工具调用率：只给最后一个"],
+                           rows, ["r"] * 9)
     return table, example
 
 
@@ -110,11 +130,15 @@ def cliff_components(abl, reward_fn) -> tuple[str, dict[str, int]]:
 
 def offpolicy_details(abl, last_steps: int = 4) -> str:
     """Per seed and arm of the off-policy ablation: the mean version lag of the trained data, how far the weights being
-    trained were from the behaviour policy (k3 KL, mean over steps), the share of tokens the loss clipped, the training
-    batches' accuracy over the last steps (sampled by older weights) and the held-out accuracy after GRPO; then, counted
-    over the seeds, which arm was furthest from its behaviour policy, which clipped most, and where the last training
-    batches looked better than the weights trained on them."""
+    trained were from the behaviour policy (k3 KL, mean over steps), how far each batch's four updates moved the policy
+    (k3 KL between the weights before and after the batch, on its tokens), the share of tokens the loss clipped, the
+    training batches' accuracy over the last steps (sampled by older weights) and the held-out accuracy after GRPO;
+    for the decoupled arm, the share of tokens its importance-weight cap left out and the effective share of the kept
+    weights. Then the lag of every step, and, counted over the seeds: which arm was furthest from its behaviour
+    policy, which moved furthest and least per batch, which clipped most, and where the last training batches looked
+    better than the weights trained on them."""
     from agentrl_ref.agent.ablations import ABLATIONS
+    from agentrl_ref.agent.grpo_trainer import DECOUPLED_WEIGHT_CAP
     from agentrl_ref.agent.tables import ARM_ZH
 
     arms = ABLATIONS["offpolicy"].arms
@@ -129,21 +153,51 @@ def offpolicy_details(abl, last_steps: int = 4) -> str:
     rows = []
     for seed in abl.seeds:
         for i, arm in enumerate(arms):
+            decoupled = arm == "stale_decoupled"
             rows.append([str(seed) if i == 0 else None, ARM_ZH[arm], f"{mean(arm, seed, 'staleness'):.2f}",
-                         f"{mean(arm, seed, 'behave_kl'):.3f}", fmt(mean(arm, seed, "clip_frac")),
+                         f"{mean(arm, seed, 'behave_kl'):.3f}", f"{mean(arm, seed, 'step_kl'):.4f}",
+                         fmt(mean(arm, seed, "clip_frac")),
+                         fmt(mean(arm, seed, "capped_share")) if decoupled else "—",
+                         f"{mean(arm, seed, 'weight_ess'):.2f}" if decoupled else "—",
                          fmt(tail(arm, seed)), fmt(abl.runs[arm, seed].after.accuracy)])
-    table = markdown_table(["种子", "臂", "平均版本差", "当前权重与行为策略的近似 KL", "被裁剪的 token 比例",
-                            f"最后 {last_steps} 步训练批的准确率", "GRPO 后留出集准确率"], rows,
-                           ["r", "", "r", "r", "r", "r", "r"])
+    table = markdown_table(["种子", "臂", "平均版本差", "当前权重与行为策略的近似 KL", "每一批 4 次更新前后的近似 KL",
+                            "被裁剪的 token 比例", f"权重超过 {DECOUPLED_WEIGHT_CAP:g} 被去掉的 token",
+                            "留下的权重的有效比例", f"最后 {last_steps} 步训练批的准确率", "GRPO 后留出集准确率"], rows,
+                           ["r", "", "r", "r", "r", "r", "r", "r", "r", "r"])
     n = len(abl.seeds)
 
-    def most(key):
-        firsts = [max(arms, key=lambda arm: mean(arm, seed, key)) for seed in abl.seeds]
-        return "，".join(f"{ARM_ZH[arm]} {firsts.count(arm)} 个" for arm in arms if firsts.count(arm))
+    def firsts(key, pick=max):
+        chosen = [pick(arms, key=lambda arm: mean(arm, seed, key)) for seed in abl.seeds]
+        return "，".join(f"{ARM_ZH[arm]} {chosen.count(arm)} 个" for arm in arms if chosen.count(arm))
 
+    lags = {tuple(abl.runs[arm, seed].lags) for arm in arms for seed in abl.seeds}
+    if len(lags) == 1:
+        lag = "、".join(f"{x:g}" for x in next(iter(lags)))
+        lag_line = f"每一步训练批的平均版本差（三臂、{n} 个种子都一样）：{lag}"
+    else:
+        lag_line = "每一步训练批的平均版本差：" + "；".join(
+            f"{ARM_ZH[arm]} 种子 {seed}：" + "、".join(f"{x:g}" for x in abl.runs[arm, seed].lags)
+            for arm in arms for seed in abl.seeds)
     looked_better = "，".join(
         f"{ARM_ZH[arm]} {sum(tail(arm, s) > abl.runs[arm, s].after.accuracy for s in abl.seeds)} / {n}" for arm in arms)
-    counts = [f"当前权重离行为策略最远（近似 KL 最大）的一臂，{n} 个种子里：{most('behave_kl')}",
-              f"被裁剪的 token 比例最高的一臂，{n} 个种子里：{most('clip_frac')}",
+    counts = [lag_line,
+              f"当前权重离行为策略最远（近似 KL 最大）的一臂，{n} 个种子里：{firsts('behave_kl')}",
+              f"每一批把策略推得最远（更新前后的近似 KL 最大）的一臂：{firsts('step_kl')}；"
+              f"最近的一臂：{firsts('step_kl', min)}",
+              f"被裁剪的 token 比例最高的一臂，{n} 个种子里：{firsts('clip_frac')}",
               f"最后 {last_steps} 步训练批的准确率高于 GRPO 后留出集准确率的种子：{looked_better}"]
     return table + "\n\n" + "\n".join(f"- {line}" for line in counts)
+
+
+def against_the_paper(abl) -> str:
+    """One sentence: what the decoupled-against-behaviour verdict says next to the AReaL paper, which reports the
+    decoupled objective keeping its accuracy under staleness where PPO against the behaviour policy loses it."""
+    verdict = comparison_verdicts(abl, "offpolicy")[0]  # accuracy: decoupled against the behaviour ratio
+    if verdict.kind == "agree":
+        return ("这几个种子上解耦 PPO 比对行为策略取比值更准：和 AReaL 论文一致。" if verdict.sign > 0 else
+                "这几个种子上解耦 PPO 比对行为策略取比值更差，而且超出了种子之间的波动：这和 AReaL 论文的结论相反。")
+    if verdict.kind == "lean":
+        return ("方向和 AReaL 论文一致（解耦 PPO 更准），但没有超出种子之间的波动：不是定论。" if verdict.sign > 0 else
+                "方向和 AReaL 论文相反（解耦 PPO 更差），但没有超出种子之间的波动：不是定论，"
+                "也没有重现论文报告的好处。")
+    return "这几个种子上没有重现 AReaL 论文报告的好处（上面的判断没有给出解耦 PPO 更准的结论）。"

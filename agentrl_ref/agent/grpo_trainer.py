@@ -15,9 +15,10 @@ cfg.minibatches slices. Trajectories older than the weights being trained go int
 says (off_policy_inputs: PPO against the behaviour policy, AReaL's decoupled objective, or no correction).
 
 Single thread: tasks switch only at awaits, so a run is deterministic (same seed -> same curves).
-Generation and training do not overlap in wall time; schedule.replay() turns the recorded per-chunk
-and per-step CPU times into the time a two-device system would need. two_process.py runs the same
-trainer with the rollout worker in a second process, where they do overlap.
+Generation and training do not overlap in wall time; schedule.replay() puts every chunk and step on the
+simulated clock of a two-device system, with durations from schedule.COST_MODEL (a function of the work, so
+the replay is deterministic too; the measured CPU seconds are kept beside it). two_process.py runs the same
+trainer with the rollout worker in a second process, where they do overlap on the wall clock.
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ from agentrl_ref.agent.batch import Batch, collate, token_logp
 from agentrl_ref.agent.episode import Episode
 from agentrl_ref.agent.parts import COS_MAX_LEN, REWARD_WEIGHTS, build_reward_fn, reference_part, resolve_parts
 from agentrl_ref.agent.rollout import sample_episodes
-from agentrl_ref.agent.schedule import Replay, replay
+from agentrl_ref.agent.schedule import COST_MODEL, Replay, replay
 from agentrl_ref.agent.task import Task
 from agentrl_ref.agent.threads import torch_threads
 
@@ -43,7 +44,10 @@ SCALE_REWARDS = ("group", "none")  # "none": centre within the group, no divisio
 # What the ratio of the loss is taken against when a trajectory is older than the weights being trained (see
 # off_policy_inputs): the behaviour policy's log-probs (PPO as written), AReaL's decoupled objective, or nothing.
 CORRECTIONS = ("behave", "decoupled", "recompute")
-DECOUPLED_WEIGHT_CAP = 5.0  # AReaL's behav_imp_weight_cap: tokens whose pi_prox / pi_behave exceeds it are left out
+# AReaL's default for the decoupled objective up to v1.0.3 (behave_imp_weight_cap=5.0 with behave_imp_weight_mode=
+# "token_mask"; behav_imp_weight_cap before v1.0.1); v1.0.4 replaced both by rejection_sampling={level: token,
+# action: mask, metric: ratio, upper: 5.0}: tokens whose pi_prox / pi_behave exceeds it are left out
+DECOUPLED_WEIGHT_CAP = 5.0
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,7 @@ class GRPOConfig:
     loss_agg: str = "token_mean"       # or "seq_mean" (GRPO paper), "constant" (Dr. GRPO): see aggregation.py
     correction: str = "behave"         # off-policy data: "behave", "decoupled" (AReaL), "recompute" (none)
     minibatches: int = 1               # optimizer steps per batch, on consecutive slices (AReaL's ppo_n_minibatches)
+    measure_steps: bool = False        # log how far each batch's updates moved the policy (extra forward passes)
     seed: int = 0
     batch_timeout: float = 60.0        # seconds the trainer waits for one batch before it gives up (a stuck buffer)
 
@@ -164,8 +169,8 @@ def off_policy_inputs(correction: str, logp_prox: torch.Tensor, logp_behave: tor
                weights before this batch's first update; with one update per batch, the weights being trained, so
                the ratio is 1 and the clip never acts) and each token's term is weighted by pi_prox / pi_behave
                (no gradient). A weight > 0 can go into the advantage: -w min(rA, clip(r)A) = -min(r wA, clip(r) wA).
-               Tokens whose weight exceeds `cap` get weight 0 (AReaL's behav_imp_weight_cap); they still count in the
-               token mean's denominator, as in AReaL.
+               Tokens whose weight exceeds `cap` get weight 0 (AReaL's token mask, DECOUPLED_WEIGHT_CAP); they still
+               count in the token mean's denominator, as in AReaL.
     recompute  no correction: the old log-probs are recomputed with the proximal weights, as if the data had been
                sampled by them (AReaL with recompute_logprob and without the decoupled loss).
     logp_prox carries no gradient.
@@ -181,6 +186,19 @@ def off_policy_inputs(correction: str, logp_prox: torch.Tensor, logp_behave: tor
     return logp_prox, token_adv * weight
 
 
+def _weight_stats(logp_prox: torch.Tensor, logp_behave: torch.Tensor, mask: torch.Tensor,
+                  cap: float = DECOUPLED_WEIGHT_CAP) -> dict[str, float]:
+    """Over the trained tokens: the share whose weight pi_prox / pi_behave exceeds the cap (left out), and the
+    effective share of the kept weights, (sum w)^2 / (n sum w^2) (1 when all are equal, small when a few dominate)."""
+    keep = mask > 0
+    weight = torch.exp(logp_prox - logp_behave)[keep].double()
+    if weight.numel() == 0:
+        return {"capped_share": float("nan"), "weight_ess": float("nan")}
+    kept = weight[weight <= cap]
+    ess = float(kept.sum() ** 2 / (kept.numel() * (kept ** 2).sum())) if kept.numel() else float("nan")
+    return {"capped_share": float((weight > cap).double().mean()), "weight_ess": ess}
+
+
 def group_center(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
     """[B] rewards minus the mean of their group, not divided by its std (Dr. GRPO's advantage)."""
     groups = rewards.to(torch.float64).view(-1, group_size)
@@ -193,6 +211,21 @@ def sample_chunk(policy, task: Task, cfg: GRPOConfig, c: int) -> list[Episode]:
     problems = task.sample(random.Random(f"grpo-{cfg.seed}-chunk-{c}"), cfg.prompts_per_step // cfg.n_workers)
     generator = torch.Generator().manual_seed(cfg.seed * 1_000_003 + c)
     return sample_episodes(policy, problems, group_size=cfg.group_size, generator=generator)
+
+
+def chunk_work(episodes: list[Episode]) -> dict:
+    """What generating a chunk computed: rows, decoded positions (from the shortest prompt to the longest episode's
+    end: the sampler advances every row until the last one finishes) and their simulated seconds (COST_MODEL)."""
+    prompt = min(next(start for role, start, _ in e.spans if role == "assistant") for e in episodes)
+    positions = max(len(e) for e in episodes) - prompt
+    return {"rows": len(episodes), "positions": positions, "cost": COST_MODEL.chunk(len(episodes), positions)}
+
+
+def _k3(logp_from: torch.Tensor, logp_to: torch.Tensor, mask: torch.Tensor) -> float:
+    """k3 estimate of KL(pi_from || pi_to) per trained token (samples drawn where pi_from's log-probs were taken)."""
+    log_ratio = (logp_to - logp_from).float()
+    n = mask.sum().clamp(min=1.0)
+    return float((((torch.exp(log_ratio) - 1) - log_ratio) * mask).sum() / n)
 
 
 def needed_version(c: int, chunk_size: int, batch_size: int, max_staleness: int) -> int:
@@ -247,7 +280,7 @@ class _Trainer:
                     return
                 c, self.next_chunk = self.next_chunk, self.next_chunk + 1
             version, episodes, seconds = self.generate_chunk(c)  # no await inside: one version per chunk
-            self.chunks[c] = {"chunk": c, "worker": w, "version": version, "seconds": seconds}
+            self.chunks[c] = {"chunk": c, "worker": w, "version": version, "seconds": seconds, **chunk_work(episodes)}
             for i, episode in enumerate(episodes):
                 await buffer.put({"policy_version": version, "group": (c, i // self.cfg.group_size),
                                   "episode": episode})
@@ -260,24 +293,27 @@ class _Trainer:
         return torch.stack([torch.as_tensor(self.parts.assign_reward_last_token(float(a), m), dtype=torch.float32)
                             for a, m in zip(advantages, mask)])
 
-    def update(self, b, token_adv: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, float]:
+    def update(self, b, token_adv: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, float, dict]:
         """cfg.minibatches optimizer steps on consecutive slices of the batch (PPO's minibatches; one by default).
 
         The proximal policy of the decoupled objective (and the recomputed old log-probs) are the weights before the
         first of them: with one minibatch, the same forward pass that gives logp_new; with more, one extra forward
-        pass without gradient, as AReaL recomputes them. Returns logp_new, logp_old and advantages as the losses saw
-        them (rows in batch order, no gradient) and the mean loss."""
+        pass without gradient, as AReaL recomputes them. With cfg.measure_steps, one more forward pass after the last
+        update (and one before the first, if none was made) measures how far this batch moved the policy. Returns
+        logp_new, logp_old and advantages as the losses saw them (rows in batch order, no gradient), the mean loss,
+        and {"extra_forwards", and with measure_steps "step_kl"}."""
         cfg = self.cfg
         rows = torch.arange(b.tokens.shape[0]).chunk(cfg.minibatches)
-        proximal = None
-        if cfg.minibatches > 1 and cfg.correction != "behave":
+        proximal, extra = None, {"extra_forwards": 0}
+        if (cfg.minibatches > 1 and cfg.correction != "behave") or cfg.measure_steps:
             with torch.no_grad():
                 proximal = token_logp(self.policy, b)
+            extra["extra_forwards"] += 1
         seen_new, seen_old, seen_adv, losses = [], [], [], []
         for part in rows:
             sub = Batch(b.tokens[part], b.mask[part], b.logp_old[part])
             logp_new = token_logp(self.policy, sub)
-            prox = logp_new.detach() if proximal is None else proximal[part]
+            prox = logp_new.detach() if proximal is None or cfg.correction == "behave" else proximal[part]
             logp_old, adv = off_policy_inputs(cfg.correction, prox, sub.logp_old, token_adv[part])
             loss = self.loss_fn(logp_new, logp_old, adv, sub.mask, cfg.clip_eps)
             self.opt.zero_grad(set_to_none=True)
@@ -288,7 +324,12 @@ class _Trainer:
             seen_old.append(logp_old)
             seen_adv.append(adv)
             losses.append(float(loss.detach()))
-        return (torch.cat(seen_new), torch.cat(seen_old), torch.cat(seen_adv), sum(losses) / len(losses))
+        if cfg.measure_steps:  # KL(before this batch || after it) on the batch's trained tokens
+            with torch.no_grad():
+                after = token_logp(self.policy, b)
+            extra["extra_forwards"] += 1
+            extra["step_kl"] = _k3(proximal, after, b.mask)
+        return (torch.cat(seen_new), torch.cat(seen_old), torch.cat(seen_adv), sum(losses) / len(losses), extra)
 
     def train_step(self, batch: list[dict]) -> dict:
         cfg = self.cfg
@@ -304,9 +345,16 @@ class _Trainer:
             token_adv = self.token_advantages(self.parts.group_normalize(total, cfg.group_size), b.mask)
         else:
             token_adv = self.token_advantages(group_center(total, cfg.group_size), b.mask)
-        logp_new, logp_old, adv, loss = self.update(b, token_adv)
+        logp_new, logp_old, adv, loss, extra = self.update(b, token_adv)
+        rows, length = b.tokens.shape
         row = {"step": len(self.history), "loss": loss,
-               "staleness": sum(self.version - t["policy_version"] for t in batch) / len(batch)}
+               "staleness": sum(self.version - t["policy_version"] for t in batch) / len(batch),
+               "rows": rows, "length": length, "extra_forwards": extra["extra_forwards"],
+               "train_cost": COST_MODEL.step(rows, length, extra["extra_forwards"])}
+        if "step_kl" in extra:
+            row["step_kl"] = extra["step_kl"]
+        if cfg.correction == "decoupled":  # how the importance weights pi_prox / pi_behave were spread
+            row.update(_weight_stats(logp_old, b.logp_old, b.mask))
         for key in scores[0]:
             row[f"reward_{key}"] = sum(float(s[key]) for s in scores) / len(scores)
         # measured apart from the reward, with the reference accuracy_reward: the weights, the wiring or a student's
@@ -392,8 +440,8 @@ async def grpo_async(policy, task: Task, cfg: GRPOConfig = GRPOConfig(), *, loss
     dropped_stale, dropped_overflow = await trainer.run()
     seconds = time.perf_counter() - t0
     chunks = [c for c in trainer.chunks if c is not None]
-    rep = replay(chunks, [row["train_seconds"] for row in trainer.history], cfg.n_workers, cfg.n_workers,
-                 trainer.chunk_size)
+    rep = replay(chunks, [row["train_cost"] for row in trainer.history], cfg.n_workers, cfg.n_workers,
+                 trainer.chunk_size, key="cost")
     return GRPOResult(cfg, trainer.history, chunks, rep, seconds, dropped_stale, dropped_overflow, trainer.last_batch)
 
 

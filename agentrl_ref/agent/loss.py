@@ -44,12 +44,17 @@ def clipped_pg_loss(logp_new: torch.Tensor, logp_old: torch.Tensor, advantages: 
 @torch.no_grad()
 def pg_stats(logp_new: torch.Tensor, logp_old: torch.Tensor, advantages: torch.Tensor,
              loss_mask: torch.Tensor, clip_eps: float = 0.2) -> dict[str, float]:
-    """Logging only, over the masked tokens: share taking the clipped branch (no gradient); k3 KL(old || new)."""
+    """Logging only, over the masked tokens: share taking the clipped branch (no gradient), that share among the
+    tokens whose advantage is not 0 (a token with A = 0 is never clipped: a batch of equal rewards lowers clip_frac
+    by itself), and k3 KL(old || new)."""
     _check(logp_new, logp_old, advantages, loss_mask, clip_eps)
     mask = loss_mask.to(torch.float32)
     n = mask.sum().clamp(min=1.0)
     log_ratio = (logp_new - logp_old).float()
     ratio = torch.exp(log_ratio)
-    clipped = torch.clamp(ratio, 1.0 - clip_eps, 1.0 + clip_eps) * advantages < ratio * advantages
-    return {"clip_frac": float((clipped.float() * mask).sum() / n),
+    clipped = (torch.clamp(ratio, 1.0 - clip_eps, 1.0 + clip_eps) * advantages < ratio * advantages).float() * mask
+    signal = mask * (advantages != 0).float()
+    return {"clip_frac": float(clipped.sum() / n),
+            "clip_frac_signal": float((clipped * signal).sum() / signal.sum()) if signal.sum() > 0 else float("nan"),
+            "signal_frac": float(signal.sum() / n),
             "approx_kl": float((((ratio - 1) - log_ratio) * mask).sum() / n)}

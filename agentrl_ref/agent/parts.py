@@ -92,6 +92,24 @@ def uses_own_parts(parts=None, loss_fn=None, advantage_fn=None) -> bool:
     return not parts_summary(parts, loss_fn, advantage_fn).endswith("全部是参考实现")
 
 
+def sft_parts_summary(parts=None, loss_fn=None, advantage_fn=None) -> str:
+    """parts_summary() for the SFT, which calls only exercise 3's mask functions: says so when the student's loss, advantage
+    wiring or other parts are set (they take part from GRPO on)."""
+    used = {name: part for name, part in (parts or {}).items() if name in SFT_PARTS}
+    line = parts_summary(used)
+    later = [name for name in (parts or {}) if name not in SFT_PARTS and not origin(parts[name]).startswith("参考")]
+    if advantage_fn is not None and not origin(advantage_fn).startswith("参考"):
+        later.insert(0, "advantage 接法（MY_ADVANTAGES）")
+    if loss_fn is not None and not origin(loss_fn).startswith("参考"):
+        later.insert(0, "损失（MY_LOSS）")
+    if later:
+        line += f"（SFT 只用练习 3 的两个 mask 函数；你换上的{'、'.join(later)}从 GRPO 起才用到）"
+    return line
+
+
+SFT_PARTS = ("build_loss_mask", "shift_mask_for_clm")  # what sft_trainer calls; the rest enters with GRPO
+
+
 def parts_summary(parts=None, loss_fn=None, advantage_fn=None) -> str:
     """One short line for beside a training result: which of the student's parts ran (or: only references)."""
     own = [name for name in (parts or {}) if not origin((parts or {})[name]).startswith("参考")]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 
+from agentrl_ref.agent.ablations import ARMS
 from agentrl_ref.teaching.md_table import markdown_table
 
 BEFORE_AFTER_ROWS = (
@@ -33,16 +34,12 @@ def before_after_table(run) -> str:
     return markdown_table(["指标（留出集）", "SFT 后", "GRPO 后"], rows, ["", "r", "r"])
 
 
-# Chinese names for the ablations and their arms (the figures keep the English labels of ablations.ARMS: ASCII only)
+# Chinese names for the ablations; the arms' names are ablations.ARMS's labels (tables, verdicts and figures alike),
+# without the "短 SFT，" the cliff's three arms share (their tables say it once)
 ABLATION_ZH = {"tool_mask": "tool 结果", "staleness": "版本差上限", "cosine": "cosine 长度项",
                "credit": "advantage 分配", "loss_agg": "损失的聚合方式", "cliff": "悬崖：SFT 太短",
                "offpolicy": "旧数据的修正"}
-ARM_ZH = {"baseline": "默认", "tool_trained": "也训练 tool 结果", "stale0": "max_staleness=0",
-          "stale2": "max_staleness=2", "cos_off": "关掉 cosine 项", "last_token": "只给最后一个训练 token",
-          "seq_mean": "先每条平均（GRPO 论文）", "constant": "除以常数（Dr. GRPO）",
-          "cliff_full": "完整奖励", "cliff_acc": "只看正确性", "cliff_no_std": "不除以标准差",
-          "stale_behave": "对行为策略取比值（PPO 原样）", "stale_decoupled": "解耦 PPO（AReaL）",
-          "stale_recompute": "不修正"}
+ARM_ZH = {arm: spec.label.removeprefix("短 SFT，") for arm, spec in ARMS.items()}
 # the reference arm of each ablation, as the comparison names it
 REFERENCE_ZH = {("tool_mask", "baseline"): "屏蔽 tool 结果（默认）", ("cosine", "baseline"): "cosine 项开（默认）",
                 ("credit", "baseline"): "广播到每个训练 token（默认）",
@@ -87,6 +84,8 @@ def _cell(value: float, unit: str) -> str:
 def _diff_cell(d, unit: str) -> str:
     scale = 100 if unit == "pct" else 1
     text = f"{scale * d.diff:+.1f}" if unit == "pct" else f"{d.diff:+.2f}"
+    if d.se == 0.0 and unit == "s":
+        return text + "（算出的，不是抽样）"
     if d.se is not None:
         text += f" ± {scale * 2 * d.se:.1f}" if unit == "pct" else f" ± {2 * d.se:.2f}"
     return text
@@ -148,6 +147,9 @@ def reference_line(run, reference) -> str:
     mine = run.after["sampled"]
     diff = mine.accuracy - reference.accuracy
     noise = NOISE_Z * paired_se(reference.correct, mine.correct)
+    if mine.correct == reference.correct:
+        return (f"同一份 SFT 权重、同样的 GRPO，参考实现训练后留出集准确率（采样）是 {fmt(reference.accuracy)}，"
+                f"你的也是：{len(mine.correct)} 道留出题上对错逐题相同。")
     start = (f"同一份 SFT 权重、同样的 GRPO，参考实现训练后留出集准确率（采样）是 {fmt(reference.accuracy)}，"
              f"你的是 {fmt(mine.accuracy)}：差 {100 * diff:+.1f} 个百分点，")
     if abs(diff) <= noise:

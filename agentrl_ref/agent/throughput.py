@@ -8,9 +8,12 @@ Every setting starts from the same SFT weights and trains the same number of ste
 far the rollout worker may run ahead differs. Every published version is kept and evaluated afterwards (on
 VERSION_EVAL_PROBLEMS held-out problems, in the pool's worker processes) against the wall-clock time it was published.
 
-The ceiling: with one process generating (G CPU seconds per step) and one training (T, the weights' publication
-included), a synchronous step takes G + T and an overlapped one at least max(G, T), so no max_staleness is faster than
-(G + T) / max(G, T) times the synchronous run. G and T are measured in the synchronous run.
+The ceiling: with one process generating (t_gen CPU seconds per step) and one training (t_train, the weights'
+publication included), a synchronous step takes t_gen + t_train and an overlapped one at least max(t_gen, t_train), so
+no max_staleness is faster than (t_gen + t_train) / max(t_gen, t_train) times the synchronous run: the limit of many
+steps. A run of n steps also fills the pipeline once (the first batch is generated before anything trains, the last
+step trains after everything is generated): n (t_gen + t_train) / (t_gen + t_train + (n - 1) max(t_gen, t_train)).
+t_gen and t_train are measured in the synchronous run.
 """
 from __future__ import annotations
 
@@ -46,9 +49,13 @@ class Throughput:
 
     @property
     def bound(self) -> float:
-        """(G + T) / max(G, T) from the synchronous run's measured CPU seconds per step."""
-        g, t = self.sync.generate_seconds, self.sync.train_seconds
-        return (g + t) / max(g, t)
+        """(t_gen + t_train) / max(t_gen, t_train) from the synchronous run's measured CPU seconds per step: the
+        ceiling of a long run."""
+        return ceiling(self.sync.generate_seconds, self.sync.train_seconds)
+
+    def bound_steps(self, steps: int | None = None) -> float:
+        """The ceiling of a run of `steps` steps (default: as many as these runs), pipeline filling included."""
+        return ceiling(self.sync.generate_seconds, self.sync.train_seconds, steps or len(self.sync.history))
 
     def ratio(self, max_staleness: int) -> float:
         """Throughput of max_staleness over the synchronous run's (the same steps: the ratio of their wall clocks)."""
@@ -73,6 +80,14 @@ class Throughput:
     @property
     def horizon(self) -> float:
         return min(versions[-1].published for versions in self.versions.values())
+
+
+def ceiling(t_gen: float, t_train: float, steps: int | None = None) -> float:
+    """How many times faster than synchronous (t_gen + t_train per step) generation and training on two devices can
+    be: n steps take at least t_gen + t_train + (n - 1) max(t_gen, t_train) when overlapped; steps None: the limit."""
+    if steps is None:
+        return (t_gen + t_train) / max(t_gen, t_train)
+    return steps * (t_gen + t_train) / (t_gen + t_train + (steps - 1) * max(t_gen, t_train))
 
 
 def _eval_job(max_staleness: int, version: int, *, snapshots, problems, seed):
