@@ -4,11 +4,12 @@
     .venv/bin/python bench/capstone.py --seeds 0 1 2    # the page's seeds only
     .venv/bin/python bench/capstone.py --no-page        # skip executing the page
     .venv/bin/python bench/capstone.py --main-seeds --seeds 0 --no-page   # the two-process row (and seed 0's ablations)
+    .venv/bin/python bench/capstone.py --offpolicy-lr-only              # the off-policy arms at lr and lr / 4
 
 Prints Markdown: the main run (SFT + GRPO) per seed with wall-clock and CPU seconds and os.getloadavg()
 beside each (one torch thread per process: on an idle machine wall = CPU); the rollout worker and the trainer in two
 processes for max_staleness 0, 1, 2, 4 side by side (wall clock, throughput against the synchronous run and its
-ceiling (G + T) / max(G, T)); the same per-seed tables,
+ceiling (t_gen + t_train) / max(t_gen, t_train), and that of the run's steps); the same per-seed tables,
 verdicts and cliff table as the page, for the seeds given (the page runs ablations.PAGE_SEEDS); the
 figures as PNG files; and the page itself executed as the book build executes it, with the CPU seconds of
 its kernel and worker processes. Nothing is asserted and nothing is hard-coded: numbers depend on the
@@ -80,15 +81,18 @@ def two_processes(seed: int) -> None:
           f"{THROUGHPUT_GRPO.steps} steps of {THROUGHPUT_GRPO.batch_size} trajectories from its SFT weights, one run "
           f"per max_staleness; load average before: {before})\n")
     rows = [[str(ms), f"{r.seconds:.2f} s", f"{r.step_seconds:.3f} s", f"{r.throughput:.0f}",
-             f"{real.ratio(ms):.2f}x", f"{real.bound:.2f}x", f"{r.mean_staleness:.2f}", fmt(r.trainer_idle),
+             f"{real.ratio(ms):.2f}x", f"{real.bound:.2f}x / {real.bound_steps():.2f}x", f"{r.mean_staleness:.2f}",
+             fmt(r.trainer_idle),
              "/".join(f"{x:.2f}" for x in r.loadavg)] for ms, r in sorted(real.results.items())]
     print(markdown_table(["max_staleness", "wall", "wall per step", "trajectories / s", "throughput vs sync",
-                          "ceiling (G+T)/max(G,T)", "mean staleness", "trainer waiting", "load avg after"], rows,
+                          "ceiling (t_gen+t_train)/max(...): limit / these steps", "mean staleness",
+                          "trainer waiting", "load avg after"], rows,
                          ["r", "r", "r", "r", "r", "r", "r", "r", ""]))
     transfer = measure_weight_transfer(run.policy)
     cpu, wall = transfer["cpu"], transfer["wall"]
-    print(f"\nG = {sync.generate_seconds:.3f} CPU s of generation per step, T = {sync.train_seconds:.3f} CPU s of "
-          "training and publishing the weights per step, both measured in the synchronous run. Handing one version of "
+    print(f"\nt_gen = {sync.generate_seconds:.3f} CPU s of generation per step, "
+          f"t_train = {sync.train_seconds:.3f} CPU s of training and publishing the weights per step, both measured "
+          "in the synchronous run. Handing one version of "
           f"the weights ({transfer['bytes'] / 1024:.0f} KiB) to a forked worker that loads it, CPU of both processes: "
           f"shared memory {1000 * cpu['shared memory']:.2f} ms, the state dict through a pipe {1000 * cpu['pipe']:.2f} "
           f"ms; round trip on the wall clock (waking the worker included) {1000 * wall['shared memory']:.2f} ms and "
@@ -131,6 +135,30 @@ def ablations(seeds) -> None:
         print(f"figure: {path.relative_to(ROOT)}")
 
 
+def offpolicy_learning_rate(seeds) -> None:
+    """The page's hypothesis about the off-policy arms, tested where the page has no time for it: the behaviour ratio
+    and the decoupled objective at the page's learning rate and at a quarter of it (ablations "offpolicy" and
+    "offpolicy_slow"), on the same seeds and SFT weights. If the decoupled objective lost to the behaviour ratio
+    because a large learning rate moves the policy far between versions (not the AReaL paper's regime), it should
+    stop losing at the smaller one."""
+    from agentrl_ref.agent import decoupled_check, offpolicy_details
+
+    print(f"\n#### Off-policy arms at the page's learning rate and at a quarter of it, seeds "
+          f"{', '.join(map(str, seeds))} (load average before: {load()})\n")
+    run = run_sft(seeds[0])
+    abl = run_ablations(run, names=("offpolicy", "offpolicy_slow"), seeds=seeds)
+    print(f"{len(abl.runs)} arm runs: wall {abl.wall_seconds:.1f} s, CPU {abl.cpu_seconds:.1f} s; "
+          f"load average after: {load()}\n")
+    for name in ("offpolicy", "offpolicy_slow"):
+        print(f"##### {ABLATION_ZH[name]} ({name})\n\n" + seed_table(abl, name) + "\n")
+        for verdict in comparison_verdicts(abl, name):
+            print(f"- {verdict.text}")
+        print()
+    print(offpolicy_details(abl) + "\n")
+    for arm in ("stale_decoupled", "stale_decoupled_slow"):
+        print(f"- {decoupled_check(abl, arm)}")
+
+
 def page() -> None:
     """Execute the page as the book build does (nbclient, skip-execution honoured); CPU of all its processes."""
     import nbformat
@@ -160,7 +188,12 @@ def main(argv: list[str] | None = None) -> None:
     args.add_argument("--main-seeds", type=int, nargs="*", default=[NOTEBOOK_SEED, *EXTRA_SEEDS])
     args.add_argument("--no-page", action="store_true", help="do not execute the page")
     args.add_argument("--no-processes", action="store_true", help="do not measure the two-process runs")
+    args.add_argument("--offpolicy-lr-only", action="store_true",
+                      help="only the off-policy arms at the page's learning rate and at a quarter of it")
     opts = args.parse_args(argv)
+    if opts.offpolicy_lr_only:
+        offpolicy_learning_rate(tuple(opts.seeds))
+        return
     print(f"### Capstone (linux {platform.python_version()}, torch {torch.__version__}, {os.cpu_count()} cores, "
           f"1 torch thread per process; wall-clock seconds (CPU seconds); load average before: {load()}; "
           f"the page runs seeds {', '.join(map(str, PAGE_SEEDS))})\n")
@@ -169,6 +202,7 @@ def main(argv: list[str] | None = None) -> None:
     if not opts.no_processes:
         two_processes(NOTEBOOK_SEED)
     ablations(tuple(opts.seeds))
+    offpolicy_learning_rate(tuple(opts.seeds))
     if not opts.no_page:
         page()
 

@@ -484,7 +484,7 @@ def test_figures_are_in_chinese_without_a_missing_glyph_and_the_episode_renders(
     from agentrl_ref.agent import offpolicy_details
 
     details = offpolicy_details(tiny_ablations)
-    assert details.count("\n- ") == 5  # the lag of every step and four counts under the table
+    assert details.count("\n- ") == 6  # the lag of every step and five counts under the table
     lags = tiny_ablations.runs["stale_behave", 7].lags
     assert "每一步训练批的平均版本差（三臂、2 个种子都一样）：" + "、".join(f"{x:g}" for x in lags) in details
     html = episode_html(demo_episode(Problem(81, "*", 37), True))

@@ -34,7 +34,8 @@ def test_a_mean_difference_beyond_the_seed_to_seed_spread_is_a_result():
     # noise alone, sqrt(3 * 1^2) / 3 = 0.577 points, which is taken instead; t = -9.33 / 0.577 = -16.2 on 2 df
     assert v.test.se == pytest.approx(math.sqrt(3) * 0.01 / 3)
     assert v.test.p == pytest.approx(t_two_sided_p(-0.09333 / (math.sqrt(3) * 0.01 / 3), 2), rel=1e-3)
-    assert v.text == ('准确率：3 个种子全部是 "也训练" 比 "屏蔽" 低（差 -10.0 到 -9.0 个百分点，平均 -9.3 ± 1.2 个百分点），'
+    assert v.text == ('准确率：3 个种子全部是 "也训练" 比 "屏蔽" 低（差 -10.0 到 -9.0 个百分点，'
+                      "平均 -9.3 ± 1.2 个百分点），"
                       f"平均差超出了种子之间的波动（配对 t 检验，p = {v.test.p:.3f}）。")
 
 

@@ -1,20 +1,40 @@
-"""Every instructor notebook runs end to end, every test cell passes and writes nothing to stderr."""
+"""Every instructor notebook runs end to end, every test cell passes and writes nothing to stderr; the capstone's page
+prints the same thing twice, except what a clock measured."""
+import os
+from unittest import mock
+
 import nbclient
 import nbformat
 import pytest
 
 from course import ASSIGNMENTS, KEEP_OUTPUTS, SOURCE
 
+CAPSTONE = "ex7_agent_grpo"
+MEASURED_TAG = "measured"  # a cell whose every output comes from a clock (agentrl_ref.agent.progress)
+
+
+def execute(name: str, drop_tag: str | None = None) -> nbformat.NotebookNode:
+    """The instructor notebook executed (cells tagged drop_tag left out); the capstone's ablations on one seed here,
+    the book build (built_site, -W) executes the page's seeds."""
+    nb = nbformat.read(SOURCE / name / f"{name}.ipynb", as_version=4)
+    if drop_tag:
+        nb.cells = [c for c in nb.cells if drop_tag not in c.metadata.get("tags", [])]
+    env = {"AGENTRL_CAPSTONE_SEEDS": "0"} if name == CAPSTONE else {}
+    with mock.patch.dict(os.environ, env):  # the kernel inherits this process's environment
+        client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
+                                         resources={"metadata": {"path": str(SOURCE / name)}}, **KEEP_OUTPUTS)
+        client.execute()  # raises CellExecutionError on any failing cell
+    return nb
+
+
+@pytest.fixture(scope="module")
+def capstone_page():
+    return execute(CAPSTONE)
+
 
 @pytest.mark.parametrize("name", ASSIGNMENTS)
-def test_instructor_notebook_executes(name, monkeypatch):
-    if name == "ex7_agent_grpo":
-        # the capstone's ablations on one seed here; the book build (built_site, -W) executes the page's seeds
-        monkeypatch.setenv("AGENTRL_CAPSTONE_SEEDS", "0")
-    nb = nbformat.read(SOURCE / name / f"{name}.ipynb", as_version=4)
-    client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
-                                     resources={"metadata": {"path": str(SOURCE / name)}}, **KEEP_OUTPUTS)
-    client.execute()  # raises CellExecutionError on any failing cell
+def test_instructor_notebook_executes(name, request):
+    nb = request.getfixturevalue("capstone_page") if name == CAPSTONE else execute(name)
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
@@ -23,3 +43,44 @@ def test_instructor_notebook_executes(name, monkeypatch):
             # nbgrader scores a test cell that writes to stderr 0, even when it passed
             assert not stderr, f"{cell.metadata.nbgrader.grade_id} writes to stderr: {stderr}"
         assert not any("Glyph" in s and "missing" in s for s in stderr), stderr
+
+
+def _deterministic_outputs(cell) -> list:
+    """What a cell printed and displayed, without the displays marked as measured (their metadata) and without
+    execution counts."""
+    from agentrl_ref.agent.progress import MEASURED
+
+    out = []
+    for o in cell.outputs:
+        if o.get("metadata", {}).get("agentrl") == MEASURED["agentrl"]:
+            continue
+        if o.output_type == "stream":
+            out.append((o.name, o.text))
+        elif o.output_type in ("display_data", "execute_result"):
+            out.append((o.output_type, dict(o.data)))
+        else:
+            out.append((o.output_type, o.get("ename"), o.get("evalue")))
+    return out
+
+
+def test_the_capstone_page_prints_the_same_twice_except_what_a_clock_measured(capstone_page):
+    """The page promises: the single-process training, every ablation and every verdict come out the same when the page
+    runs again on the same machine; only lines that report measured time (and the two-process section, tagged
+    "measured") change. The second execution leaves the measured cells out: nothing else may depend on them."""
+    again = execute(CAPSTONE, drop_tag=MEASURED_TAG)
+    first = {c.id: c for c in capstone_page.cells if c.cell_type == "code"}
+    compared = differ = 0
+    report = []
+    for cell in again.cells:
+        if cell.cell_type != "code":
+            continue
+        a, b = _deterministic_outputs(first[cell.id]), _deterministic_outputs(cell)
+        compared += bool(a)
+        if a != b:
+            differ += 1
+            report.append(f"{cell.id}:\n  first:  {str(a)[:600]}\n  second: {str(b)[:600]}")
+    assert not report, f"{differ} cells differ between two executions:\n" + "\n".join(report)
+    verdicts = [c for c in again.cells if c.cell_type == "code" and "**判断**" in str(_deterministic_outputs(c))]
+    assert compared > 30 and len(verdicts) >= 6, (compared, len(verdicts))
+    measured_cells = [c.id for c in capstone_page.cells if MEASURED_TAG in c.metadata.get("tags", [])]
+    assert measured_cells == ["e7-real-async-runs", "e7-real-async-timeline", "e7-real-async-versions", "e7-page-time"]

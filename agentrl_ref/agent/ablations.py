@@ -65,6 +65,11 @@ ARMS: dict[str, ArmSpec] = {
     "stale_behave": ArmSpec("对行为策略取比值（PPO 原样）", {**OFF_POLICY, "correction": "behave"}),
     "stale_decoupled": ArmSpec("解耦 PPO（AReaL）", {**OFF_POLICY, "correction": "decoupled"}),
     "stale_recompute": ArmSpec("不修正", {**OFF_POLICY, "correction": "recompute"}),
+    # the page's hypothesis about the decoupled arm, tested by bench/capstone.py (not on the page: its time budget)
+    "stale_behave_slow": ArmSpec("对行为策略取比值，学习率 1/4",
+                                 {**OFF_POLICY, "correction": "behave", "lr": ABLATION_GRPO.lr / 4}),
+    "stale_decoupled_slow": ArmSpec("解耦 PPO，学习率 1/4",
+                                    {**OFF_POLICY, "correction": "decoupled", "lr": ABLATION_GRPO.lr / 4}),
 }
 
 @dataclass(frozen=True)
@@ -100,8 +105,11 @@ ABLATIONS: dict[str, Ablation] = {
                           (("accuracy", "stale_behave", "stale_decoupled"),
                            ("accuracy", "stale_behave", "stale_recompute"),
                            ("accuracy", "stale_recompute", "stale_decoupled"))),
+    "offpolicy_slow": Ablation("The same two objectives at a quarter of the learning rate (bench/capstone.py only)",
+                               ("stale_behave_slow", "stale_decoupled_slow"),
+                               (("accuracy", "stale_behave_slow", "stale_decoupled_slow"),)),
 }
-ALL_ABLATIONS = tuple(ABLATIONS)
+ALL_ABLATIONS = tuple(name for name in ABLATIONS if name != "offpolicy_slow")  # what the page runs
 
 
 @dataclass
@@ -358,3 +366,34 @@ def run_ablations(run, names=ALL_ABLATIONS, seeds=PAGE_SEEDS, *, base: GRPOConfi
     return Ablations(seeds, runs, starts, time.perf_counter() - t0,
                      ahead + sft_stats.cpu_seconds + arm_stats.cpu_seconds,
                      sft_stats.busiest_worker + arm_stats.busiest_worker, processes, ahead)
+
+
+def estimate_seconds(run, names=ALL_ABLATIONS, seeds=PAGE_SEEDS, *, base: GRPOConfig = ABLATION_GRPO,
+                     processes: int | None = None) -> float:
+    """About how many wall seconds run_ablations(run, names, seeds) takes on idle cores of this machine, from what
+    run (a CapstoneRun after GRPO) measured here: its CPU seconds per GRPO step, scaled for each arm by the cost model
+    (the off-policy arms' extra forward passes), and per held-out evaluation (each arm's, and its versions'), spread
+    over the worker processes. The SFT done ahead (prefetch_sft) is not counted: it ran beside the main run."""
+    from agentrl_ref.agent.pool import default_processes
+    from agentrl_ref.agent.schedule import COST_MODEL
+
+    processes = default_processes() if processes is None else processes
+    main = run.grpo_result
+    steps = len(main.history)
+    per_step = run.cpu_seconds["grpo"] / steps
+    per_eval = run.cpu_seconds["eval"] / 4  # after SFT and after GRPO, sampled and greedy
+    n_test = len(run.task.test)
+    rows = sum(r["rows"] for r in main.history) / steps
+    length = sum(r["length"] for r in main.history) / steps
+    generate = sum(c["cost"] for c in main.chunks) / steps
+    plain = generate + COST_MODEL.step(rows, length)
+    total = 0.0
+    for arm in dict.fromkeys(arm for name in names for arm in ABLATIONS[name].arms):
+        cfg = replace(base, **{k: v for k, v in ARMS[arm].overrides.items() if k != "steps"})
+        arm_steps = min(ARMS[arm].overrides.get("steps", base.steps), base.steps)
+        extra = int((cfg.minibatches > 1 and cfg.correction != "behave") or cfg.measure_steps) + int(cfg.measure_steps)
+        cost = arm_steps * per_step * (generate + COST_MODEL.step(rows, length, extra)) / plain + per_eval
+        if ARMS[arm].versions:
+            cost += (arm_steps + 1) * per_eval * VERSION_EVAL_PROBLEMS / n_test
+        total += cost * len(seeds)
+    return total / processes

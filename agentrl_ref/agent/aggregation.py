@@ -8,8 +8,10 @@ Every variant is built from a token-mean loss (exercise 7's blank), so the formu
   seq_mean    1/B sum_i (sum_t l_it m_it / sum_t m_it)       DeepSeekMath GRPO Eq. 3; TRL loss_type="grpo",
                                                              verl "seq-mean-token-mean"
   constant    sum_i sum_t l_it m_it / (B * max_tokens)       Dr. GRPO (arXiv 2503.20783); TRL "dr_grpo"
-                                                             (max_tokens = max_completion_length);
-                                                             verl "seq-mean-token-sum-norm"
+                                                             (max_tokens = max_completion_length); verl's
+                                                             "seq-mean-token-sum-norm" divides a micro-batch's
+                                                             token sum by loss_scale_factor only (default: its
+                                                             padded response length), not by B (verl v0.7)
 """
 from __future__ import annotations
 

@@ -92,9 +92,12 @@ def credit_details(abl) -> tuple[str, str | None]:
 
 def largest_gap(abl, comparisons) -> str:
     """Which accuracy comparison differs most, averaged over the seeds."""
-    gaps = {name: sum(abs(d.diff) for d in abl.compare(a, b)) / len(abl.seeds) for name, _, a, b in comparisons}
-    name = max(gaps, key=gaps.get)
-    return f"图里各组比较中，各种子平均差距最大的是 {name}（{100 * gaps[name]:.1f} 个百分点）。"
+    from agentrl_ref.agent.tables import ABLATION_ZH, ARM_ZH
+
+    gaps = {(name, a, b): sum(abs(d.diff) for d in abl.compare(a, b)) / len(abl.seeds) for name, _, a, b in comparisons}
+    name, a, b = max(gaps, key=gaps.get)
+    return (f"图里各组比较中，各种子平均差距最大的是\"{ABLATION_ZH[name]}\"一组的 {ARM_ZH[b]} 对 {ARM_ZH[a]}"
+            f"（{100 * gaps[name, a, b]:.1f} 个百分点）。")
 
 
 def length_details(abl) -> str:
@@ -178,6 +181,8 @@ def offpolicy_details(abl, last_steps: int = 4) -> str:
         lag_line = "每一步训练批的平均版本差：" + "；".join(
             f"{ARM_ZH[arm]} 种子 {seed}：" + "、".join(f"{x:g}" for x in abl.runs[arm, seed].lags)
             for arm in arms for seed in abl.seeds)
+    closest_best = sum(min(arms, key=lambda arm: mean(arm, s, "behave_kl"))
+                       == max(arms, key=lambda arm: abl.runs[arm, s].after.accuracy) for s in abl.seeds)
     looked_better = "，".join(
         f"{ARM_ZH[arm]} {sum(tail(arm, s) > abl.runs[arm, s].after.accuracy for s in abl.seeds)} / {n}" for arm in arms)
     counts = [lag_line,
@@ -185,6 +190,7 @@ def offpolicy_details(abl, last_steps: int = 4) -> str:
               f"每一批把策略推得最远（更新前后的近似 KL 最大）的一臂：{firsts('step_kl')}；"
               f"最近的一臂：{firsts('step_kl', min)}",
               f"被裁剪的 token 比例最高的一臂，{n} 个种子里：{firsts('clip_frac')}",
+              f"离行为策略最近（近似 KL 最小）的一臂同时也是留出集上最准的一臂：{n} 个种子里有 {closest_best} 个",
               f"最后 {last_steps} 步训练批的准确率高于 GRPO 后留出集准确率的种子：{looked_better}"]
     return table + "\n\n" + "\n".join(f"- {line}" for line in counts)
 
@@ -201,3 +207,31 @@ def against_the_paper(abl) -> str:
                 "方向和 AReaL 论文相反（解耦 PPO 更差），但没有超出种子之间的波动：不是定论，"
                 "也没有重现论文报告的好处。")
     return "这几个种子上没有重现 AReaL 论文报告的好处（上面的判断没有给出解耦 PPO 更准的结论）。"
+
+
+def decoupled_check(abl, arm: str = "stale_decoupled") -> str:
+    """The numbers the page's hypothesis about the decoupled arm predicts, over the seeds: how far the weights being
+    trained are from the behaviour policy (k3 KL per token, beside the k3 of a token sitting on the clip range's edge),
+    the share of tokens the importance-weight cap left out, and the effective share of the kept weights."""
+    import math
+
+    from agentrl_ref.agent.grpo_trainer import DECOUPLED_WEIGHT_CAP
+
+    runs = abl.runs_of(arm)
+    kl = [_history_mean(r, "behave_kl") for r in runs]
+    capped = [_history_mean(r, "capped_share") for r in runs]
+    ess = [_history_mean(r, "weight_ess") for r in runs]
+    eps = runs[0].config.clip_eps
+
+    def k3(ratio):
+        return ratio - 1 - math.log(ratio)
+
+    def span(values, form):
+        low, high = format(min(values), form), format(max(values), form)
+        return low if low == high else f"{low} 到 {high}"
+
+    return (f"{runs[0].label}一臂，{len(runs)} 个种子上：当前权重与行为策略的近似 KL 平均每个 token "
+            f"{span(kl, '.2f')} nat"
+            f"（对照：概率比正好在裁剪边界 1 ± {eps:g} 上的一个 token，k3 只有 {k3(1 + eps):.3f} 到 "
+            f"{k3(1 - eps):.3f}）；权重超过 {DECOUPLED_WEIGHT_CAP:g} 被去掉的 token 占 {span(capped, '.1%')}；"
+            f"留下的权重的有效比例 {span(ess, '.2f')}（1 表示权重都一样大）。")

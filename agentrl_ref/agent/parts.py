@@ -93,8 +93,8 @@ def uses_own_parts(parts=None, loss_fn=None, advantage_fn=None) -> bool:
 
 
 def sft_parts_summary(parts=None, loss_fn=None, advantage_fn=None) -> str:
-    """parts_summary() for the SFT, which calls only exercise 3's mask functions: says so when the student's loss, advantage
-    wiring or other parts are set (they take part from GRPO on)."""
+    """parts_summary() for the SFT, which calls only exercise 3's mask functions: says so when the student's loss,
+    advantage wiring or other parts are set (they take part from GRPO on)."""
     used = {name: part for name, part in (parts or {}).items() if name in SFT_PARTS}
     line = parts_summary(used)
     later = [name for name in (parts or {}) if name not in SFT_PARTS and not origin(parts[name]).startswith("参考")]

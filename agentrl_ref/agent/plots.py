@@ -26,7 +26,8 @@ def cjk_font_family() -> tuple[str, ...]:
     found = tuple(name for name in CJK_FONTS if name in installed)
     if not found:
         warnings.warn("没有找到中文字体（例如 Noto Sans CJK），图里的中文会显示成方框。Debian/Ubuntu 上："
-                      "apt-get install fonts-noto-cjk，然后删除 matplotlib 的字体缓存（~/.cache/matplotlib）再重启内核。",
+                      "apt-get install fonts-noto-cjk，然后删除 matplotlib 的字体缓存（~/.cache/matplotlib）"
+                      "再重启内核。",
                       stacklevel=3)
     return found + ("DejaVu Sans",)
 

@@ -38,7 +38,7 @@ def before_after_table(run) -> str:
 # without the "短 SFT，" the cliff's three arms share (their tables say it once)
 ABLATION_ZH = {"tool_mask": "tool 结果", "staleness": "版本差上限", "cosine": "cosine 长度项",
                "credit": "advantage 分配", "loss_agg": "损失的聚合方式", "cliff": "悬崖：SFT 太短",
-               "offpolicy": "旧数据的修正"}
+               "offpolicy": "旧数据的修正", "offpolicy_slow": "旧数据的修正，学习率 1/4"}
 ARM_ZH = {arm: spec.label.removeprefix("短 SFT，") for arm, spec in ARMS.items()}
 # the reference arm of each ablation, as the comparison names it
 REFERENCE_ZH = {("tool_mask", "baseline"): "屏蔽 tool 结果（默认）", ("cosine", "baseline"): "cosine 项开（默认）",
