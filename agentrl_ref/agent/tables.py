@@ -59,11 +59,11 @@ def arm_zh(name: str, arm: str) -> str:
 
 def comparison_verdicts(abl, name: str) -> list:
     """verdicts.Verdict of every comparison of ablation `name`, computed from abl's per-seed results."""
-    from agentrl_ref.agent.ablations import ABLATIONS
+    from agentrl_ref.agent.ablations import ABLATION_SPECS
     from agentrl_ref.agent.verdicts import judge
 
     out = []
-    for metric, a, b in ABLATIONS[name].comparisons:
+    for metric, a, b in ABLATION_SPECS[name].comparisons:
         label, unit = METRICS[metric]
         if metric == "start_tool_rate":  # one arm against its own start
             out.append(judge(abl.compare(a, b, metric), f"{arm_zh(name, b)}：{label}", "GRPO 之前", "GRPO 之后",
@@ -94,10 +94,10 @@ def _diff_cell(d, unit: str) -> str:
 def seed_table(abl, name: str) -> str:
     """Every comparison of ablation `name`, one row per seed: both arms and B − A ± 2 SE (the SE is paired over the
     held-out problems; missing where a metric has one number per seed)."""
-    from agentrl_ref.agent.ablations import ABLATIONS
+    from agentrl_ref.agent.ablations import ABLATION_SPECS
 
     rows = []
-    for metric, a, b in ABLATIONS[name].comparisons:
+    for metric, a, b in ABLATION_SPECS[name].comparisons:
         if metric == "start_tool_rate":
             continue
         label, unit = METRICS[metric]
