@@ -15,7 +15,8 @@ paired t-test on the per-seed differences (n - 1 degrees of freedom). That stand
 differences / sqrt(n), but never less than what the evaluation noise alone gives (sqrt(sum se_i^2) / n): with three
 seeds a spread can be small by luck. Outcomes (Verdict.kind):
 
-    agree     every seed the same sign and the mean beyond its standard error (two-sided p < ALPHA): a result;
+    agree     the mean beyond its standard error (two-sided p < ALPHA): a result (the sentence says how many seeds
+              point the other way, if any);
     lean      every seed the same sign, the mean within it: a tendency, not a result (with no difference at all,
               n seeds point the same way with probability 2 / 2^n: sign_chance);
     noise     every seed's difference within its own evaluation noise (2 SE): no difference visible;
@@ -220,11 +221,14 @@ def judge(diffs: list[SeedDiff], metric: str, a_label: str, b_label: str, *, uni
     test = across_seeds(diffs)
     mean = f"平均 {_number(test.mean, unit)} ± {_number(NOISE_Z * test.se, unit, signed=False)}{UNITS[unit]}"
     same = signs[0] != 0 and all(s == signs[0] for s in signs)
-    if same and test.p < ALPHA:
-        word = higher if signs[0] > 0 else lower
-        return Verdict("agree", signs[0], f"{metric}：{n} 个种子全部是 {b_label} 比 {a_label} {word}（差 {spread}，"
-                                          f"{mean}），平均差超出了种子之间的波动（配对 t 检验，{_p_text(test.p)}）。",
-                       test)
+    if test.p < ALPHA and test.mean != 0:
+        sign = 1 if test.mean > 0 else -1
+        word = higher if sign > 0 else lower
+        along = signs.count(sign)
+        who = (f"{n} 个种子全部是 {b_label} 比 {a_label} {word}" if along == n else
+               f"{n} 个种子里 {along} 个是 {b_label} 比 {a_label} {word}，{n - along} 个不是")
+        return Verdict("agree", sign, f"{metric}：{who}（差 {spread}，{mean}），平均差超出了种子之间的波动"
+                                      f"（配对 t 检验，{_p_text(test.p)}）。", test)
     if all(not d.beyond_noise for d in diffs):
         if all(d.diff == 0 for d in diffs):
             return Verdict("noise", 0, f"{metric}：{n} 个种子上 {b_label} 与 {a_label} 的结果完全相同。", test)
