@@ -84,3 +84,11 @@ def test_the_capstone_page_prints_the_same_twice_except_what_a_clock_measured(ca
     assert compared > 30 and len(verdicts) >= 6, (compared, len(verdicts))
     measured_cells = [c.id for c in capstone_page.cells if MEASURED_TAG in c.metadata.get("tags", [])]
     assert measured_cells == ["e7-real-async-runs", "e7-real-async-timeline", "e7-real-async-versions", "e7-page-time"]
+
+
+def test_every_figure_of_the_capstone_shows(capstone_page):
+    """Each cell that draws a figure displays it (a figure drawn with the CJK fonts must not switch the inline
+    backend's display off for the cells after it)."""
+    drawn = {c.metadata.nbgrader.grade_id: any("image/png" in o.get("data", {}) for o in c.outputs)
+             for c in capstone_page.cells if c.cell_type == "code" and "fig = plot_" in c.source}
+    assert len(drawn) >= 7 and all(drawn.values()), drawn

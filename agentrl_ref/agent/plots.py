@@ -34,11 +34,18 @@ def cjk_font_family() -> tuple[str, ...]:
 
 @contextmanager
 def cjk_fonts():
-    """matplotlib's rcParams with cjk_font_family() while a figure's text is created (restored afterwards)."""
+    """matplotlib's font settings with cjk_font_family() while a figure's text is created; only those two settings are
+    restored afterwards. (Not rc_context: it restores every setting, among them rcParams["interactive"], which a
+    notebook's inline backend turns on when the first figure is made; undone, no later figure would show.)"""
     import matplotlib
 
-    with matplotlib.rc_context({"font.family": list(cjk_font_family()), "axes.unicode_minus": True}):
+    wanted = {"font.family": list(cjk_font_family()), "axes.unicode_minus": True}
+    before = {key: matplotlib.rcParams[key] for key in wanted}
+    matplotlib.rcParams.update(wanted)
+    try:
         yield
+    finally:
+        matplotlib.rcParams.update(before)
 
 
 def _cjk(fn):
