@@ -374,18 +374,18 @@ def run_ablations(run, names=ALL_ABLATIONS, seeds=PAGE_SEEDS, *, base: GRPOConfi
 
 def estimate_seconds(run, names=ALL_ABLATIONS, seeds=PAGE_SEEDS, *, base: GRPOConfig = ABLATION_GRPO,
                      processes: int | None = None) -> float:
-    """About how many wall seconds run_ablations(run, names, seeds) takes on idle cores of this machine, from what
-    run (a CapstoneRun after GRPO) measured here: its CPU seconds per GRPO step, scaled for each arm by the cost model
-    (the off-policy arms' extra forward passes), and per held-out evaluation (each arm's, and its versions'), spread
-    over the worker processes. The SFT done ahead (prefetch_sft) is not counted: it ran beside the main run."""
+    """About how many wall seconds run_ablations(run, names, seeds) takes on this machine as busy as it was during
+    run's GRPO (a CapstoneRun after GRPO): its wall seconds per GRPO step, scaled for each arm by the cost model (the
+    off-policy arms' extra forward passes), and per held-out evaluation (each arm's, and its versions'), spread over
+    the worker processes. The SFT done ahead (prefetch_sft) is not counted: it ran beside the main run."""
     from agentrl_ref.agent.pool import default_processes
     from agentrl_ref.agent.schedule import COST_MODEL
 
     processes = default_processes() if processes is None else processes
     main = run.grpo_result
     steps = len(main.history)
-    per_step = run.cpu_seconds["grpo"] / steps
-    per_eval = run.cpu_seconds["eval"] / 4  # after SFT and after GRPO, sampled and greedy
+    per_step = run.seconds["grpo"] / steps
+    per_eval = run.seconds["eval"] / 4  # after SFT and after GRPO, sampled and greedy
     n_test = len(run.task.test)
     rows = sum(r["rows"] for r in main.history) / steps
     length = sum(r["length"] for r in main.history) / steps
@@ -395,7 +395,7 @@ def estimate_seconds(run, names=ALL_ABLATIONS, seeds=PAGE_SEEDS, *, base: GRPOCo
     for arm in dict.fromkeys(arm for name in names for arm in ABLATION_SPECS[name].arms):
         cfg = replace(base, **{k: v for k, v in ARMS[arm].overrides.items() if k != "steps"})
         arm_steps = min(ARMS[arm].overrides.get("steps", base.steps), base.steps)
-        extra = int((cfg.minibatches > 1 and cfg.correction != "behave") or cfg.measure_steps) + int(cfg.measure_steps)
+        extra = float(cfg.minibatches > 1 and cfg.correction != "behave") + cfg.measure_steps / cfg.minibatches
         cost = arm_steps * per_step * (generate + COST_MODEL.step(rows, length, extra)) / plain + per_eval
         if ARMS[arm].versions:
             cost += (arm_steps + 1) * per_eval * VERSION_EVAL_PROBLEMS / n_test

@@ -298,22 +298,23 @@ class _Trainer:
 
         The proximal policy of the decoupled objective (and the recomputed old log-probs) are the weights before the
         first of them: with one minibatch, the same forward pass that gives logp_new; with more, one extra forward
-        pass without gradient, as AReaL recomputes them. With cfg.measure_steps, one more forward pass after the last
-        update (and one before the first, if none was made) measures how far this batch moved the policy. Returns
-        logp_new, logp_old and advantages as the losses saw them (rows in batch order, no gradient), the mean loss,
-        and {"extra_forwards", and with measure_steps "step_kl"}."""
+        pass without gradient, as AReaL recomputes them. With cfg.measure_steps, how far this batch moved the policy
+        is measured on the first minibatch's rows (a sample of the batch): their log-probs before the first update
+        (the first minibatch's own forward pass) against one more forward pass after the last. Returns logp_new,
+        logp_old and advantages as the losses saw them (rows in batch order, no gradient), the mean loss, and
+        {"extra_forwards": full forward passes added, in fractions of the batch; with measure_steps "step_kl"}."""
         cfg = self.cfg
         rows = torch.arange(b.tokens.shape[0]).chunk(cfg.minibatches)
-        proximal, extra = None, {"extra_forwards": 0}
-        if (cfg.minibatches > 1 and cfg.correction != "behave") or cfg.measure_steps:
+        proximal, extra = None, {"extra_forwards": 0.0}
+        if cfg.minibatches > 1 and cfg.correction != "behave":
             with torch.no_grad():
                 proximal = token_logp(self.policy, b)
-            extra["extra_forwards"] += 1
+            extra["extra_forwards"] += 1.0
         seen_new, seen_old, seen_adv, losses = [], [], [], []
         for part in rows:
             sub = Batch(b.tokens[part], b.mask[part], b.logp_old[part])
             logp_new = token_logp(self.policy, sub)
-            prox = logp_new.detach() if proximal is None or cfg.correction == "behave" else proximal[part]
+            prox = logp_new.detach() if proximal is None else proximal[part]
             logp_old, adv = off_policy_inputs(cfg.correction, prox, sub.logp_old, token_adv[part])
             loss = self.loss_fn(logp_new, logp_old, adv, sub.mask, cfg.clip_eps)
             self.opt.zero_grad(set_to_none=True)
@@ -324,11 +325,12 @@ class _Trainer:
             seen_old.append(logp_old)
             seen_adv.append(adv)
             losses.append(float(loss.detach()))
-        if cfg.measure_steps:  # KL(before this batch || after it) on the batch's trained tokens
+        if cfg.measure_steps:  # KL(before this batch || after it) on the first minibatch's trained tokens
+            first = Batch(b.tokens[rows[0]], b.mask[rows[0]], b.logp_old[rows[0]])
             with torch.no_grad():
-                after = token_logp(self.policy, b)
-            extra["extra_forwards"] += 1
-            extra["step_kl"] = _k3(proximal, after, b.mask)
+                after = token_logp(self.policy, first)
+            extra["extra_forwards"] += len(rows[0]) / b.tokens.shape[0]
+            extra["step_kl"] = _k3(seen_new[0], after, first.mask)
         return (torch.cat(seen_new), torch.cat(seen_old), torch.cat(seen_adv), sum(losses) / len(losses), extra)
 
     def train_step(self, batch: list[dict]) -> dict:

@@ -25,8 +25,9 @@ class CostModel:
                            the model on all the chunk's rows (finished ones too) until its longest episode ends
     a trainer step         rows * (episode + length * (token + forward * extra forward passes)): per trajectory the
                            reward, the loss mask and the padding (Python), per row and padded position the forward
-                           and backward passes of all minibatches, and each extra forward pass without gradient (the
-                           proximal policy's log-probs, a measured step's "after" pass)
+                           and backward passes of all minibatches, and the extra forward passes without gradient, in
+                           batches (the proximal policy's log-probs: 1; a measured step's "after" pass on its first
+                           minibatch: 1 / minibatches)
 
     The constants were fitted to thread CPU seconds measured on the course's 2-core machine (one torch thread; chunks
     of 16 to 256 rows, trainer steps of 16 to 256 rows); the page prints the model beside this run's measurement."""
@@ -40,7 +41,7 @@ class CostModel:
     def chunk(self, rows: int, positions: int) -> float:
         return positions * (self.decode_call + self.decode_row * rows)
 
-    def step(self, rows: int, length: int, extra_forwards: int = 0) -> float:
+    def step(self, rows: int, length: int, extra_forwards: float = 0.0) -> float:
         return rows * (self.episode + length * (self.token + self.forward * extra_forwards))
 
 
