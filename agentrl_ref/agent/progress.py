@@ -34,8 +34,9 @@ def _in_ipython() -> bool:
     return get_ipython() is not None
 
 
-def measured(text: str, markdown: bool = False) -> None:
-    """Show one line (or a Markdown block) whose numbers are measured time, marked as such; print() outside IPython."""
+def measured(text: str, markdown: bool = True) -> None:
+    """Show one line (or a Markdown block) whose numbers are measured time, marked as such; print() outside IPython.
+    Markdown by default: it wraps on a book page, where a long plain-text line would be cut."""
     if not _in_ipython():
         print(text)
         return
