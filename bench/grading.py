@@ -55,7 +55,7 @@ def _this(label: str, root: Path, out: Path, **kwargs) -> dict:
     print(f"  {label}: {timings['total']:.0f} s, {timings['cpu']:.0f} CPU-s", file=sys.stderr)
     # without the sandbox there is no cgroup to count the kernels' CPU: only the grader's is known
     return {"label": label, "wall": timings["total"], "cpu": timings["cpu"], "grades": out / "grades.csv",
-            "cpu_partial": not kwargs.get("sandbox", True)}
+            "cpu_partial": kwargs.get("isolation", "auto") == "none"}
 
 
 def _base(rev: str, root: Path, out: Path, jobs: int, tmp: Path) -> dict:
@@ -149,7 +149,7 @@ def main() -> None:
         runs = [_this("this commit, sandboxed", root, tmp / "this", jobs=args.jobs)]
         runs += [_base(rev, root, tmp / f"out-{rev}", args.jobs, tmp) for rev in args.base]
         if not args.no_unsandboxed:
-            runs.append(_this("this commit, --unsafe-no-sandbox", root, tmp / "unsafe", jobs=args.jobs, sandbox=False))
+            runs.append(_this("this commit, --unsafe-no-sandbox", root, tmp / "unsafe", jobs=args.jobs, isolation="none"))
         if args.shards:
             runs += [r for r in [_slurm(args.shards, root, tmp / "sharded", tmp)] if r]
         this = runs[0]

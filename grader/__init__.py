@@ -12,3 +12,9 @@ preprocessors.py; cells.py answers what an nbgrader cell is; shards.py splits a 
 (cluster/ has the Slurm and Kubernetes files). The course itself: nbgrader_config.py, source/ (the
 instructor notebooks, the single source of truth), release.py, blanks.py and cloze_snippets.py.
 """
+import sys
+
+# jsonschema imports rfc3987_syntax when it is installed (jupyter's packages pull it in), only to check the
+# "iri" string formats, which nothing here validates; at import it builds a parser (about 1.5 CPU-s, half
+# of the grader's start-up, 30 times that on a software-emulated test machine). The grader keeps it out.
+sys.modules.setdefault("rfc3987_syntax", None)

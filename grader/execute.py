@@ -107,14 +107,14 @@ _RUNNERS_LOCK = threading.Lock()
 
 
 def runner_for(assignment: str, grading: Path, *, cell_timeout: int = 60, notebook_timeout: int = 600,
-               sandbox: bool = True, limits=None) -> "Runner":
+               isolation: str = "auto", limits=None) -> "Runner":
     """The Runner of an assignment, with its package copy in grading/packages/<assignment> (one per process)."""
-    key = (assignment, str(grading), cell_timeout, notebook_timeout, sandbox, limits)
+    key = (assignment, str(grading), cell_timeout, notebook_timeout, isolation, limits)
     with _RUNNERS_LOCK:
         if key not in _RUNNERS:
             package = grading_package(assignment, grading / "packages" / assignment)
             _RUNNERS[key] = Runner(package, cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
-                                   sandbox=sandbox, limits=limits)
+                                   isolation=isolation, limits=limits)
         return _RUNNERS[key]
 
 
@@ -180,20 +180,24 @@ class RunResult:
     status: str = "ok"                  # ok | timeout | killed | error
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
-    cpu_seconds: float = 0.0            # every process of the kernel's sandbox (cgroup cpuacct)
+    cpu_seconds: float = 0.0            # every process of the kernel's sandbox (its group's CPU counter)
 
 
 class Runner:
-    """Executes notebooks for one assignment: sandboxed (default) or, explicitly, not."""
+    """Executes notebooks for one assignment: sandboxed at an isolation level (default: the best one here,
+    grader/sandbox/levels.py) or, explicitly (isolation "none"), not."""
 
     def __init__(self, package_root: Path, *, cell_timeout: int = 60, notebook_timeout: int = 600,
-                 sandbox: bool = True, limits=None):
+                 isolation: str = "auto", limits=None):
         self.package_root = Path(package_root)
         self.cell_timeout = cell_timeout
         self.notebook_timeout = notebook_timeout
         self.sandbox = None
-        if sandbox:
-            self.sandbox = Sandbox(self.package_root, limits or SandboxLimits(), extra_env=GRADING_KERNEL_ENV)
+        self.level = "none"
+        if isolation != "none":
+            self.sandbox = Sandbox(self.package_root, limits or SandboxLimits(), extra_env=GRADING_KERNEL_ENV,
+                                   isolation=isolation)
+            self.level = self.sandbox.level
         self.cpu_seconds = 0.0   # of every sandbox this runner ran (the benchmark's core-seconds)
         self._count = threading.Lock()
 

@@ -45,7 +45,7 @@ from grader.preprocessors import SANITIZE, CapOutputs, SandboxedExecute, SaveVer
 from grader.prepare import read_notebook, suspicious
 from grader.progress import Progress
 from grader.reference import expected_for
-from grader.sandbox import SandboxUnavailable, check_available, sweep_stale_cgroups
+from grader.sandbox import SandboxUnavailable, choose, level_table, sweep_stale
 from grader.report import write_reports
 from grader.shards import Shard, read_manifests, shard_folder, write_manifest
 from grader.submissions import Submission, SubmissionRejected, collect, read_submission
@@ -59,7 +59,7 @@ class Run:
     db_url: str
     cell_timeout: int = 60
     notebook_timeout: int = 600
-    sandbox: bool = True
+    level: str = "none"          # the isolation level every notebook runs at (grader/sandbox/levels.py)
     limits: object = None
     expected: dict = field(default_factory=dict)   # assignment -> reference records
     timings: dict = field(default_factory=dict)    # step -> seconds, summed over notebooks
@@ -72,7 +72,7 @@ class Run:
     def runner(self, assignment: str):
         """The assignment's sandboxed (or, explicitly, unsafe) runner, with its answer-free package copy."""
         return runner_for(assignment, self.grading, cell_timeout=self.cell_timeout,
-                          notebook_timeout=self.notebook_timeout, sandbox=self.sandbox, limits=self.limits)
+                          notebook_timeout=self.notebook_timeout, isolation=self.level, limits=self.limits)
 
     def kernel_cpu(self) -> float:
         return sum(self.runner(name).cpu_seconds for name in self.expected)
@@ -97,7 +97,7 @@ def prepare(nb, resources, run: Run):
 
 def execute(nb, resources, run: Run):
     return _through([SandboxedExecute(timeout=run.cell_timeout, notebook_timeout=run.notebook_timeout,
-                                      sandbox=run.sandbox, grading_dir=str(run.grading), limits=run.limits,
+                                      isolation=run.level, grading_dir=str(run.grading), limits=run.limits,
                                       course_dir=str(run.course))], nb, resources)
 
 
@@ -189,13 +189,20 @@ def _quiet_nbgrader() -> None:
     warnings.filterwarnings("ignore", module=r"nbgrader\.api")
 
 
-def _check_sandbox() -> None:
+def _isolation(request: str, limits) -> str:
+    """The level this run grades at, said out loud (the doctor's table for it); SystemExit if the machine
+    cannot give what was asked for, with the ways forward."""
     try:
-        check_available()
+        level = choose(request)
     except SandboxUnavailable as exc:
         raise SystemExit(f"无法启动评分沙箱，没有评分 / cannot start the grading sandbox, nothing graded:\n{exc}\n"
-                         "（在不支持的机器上可以显式加 --unsafe-no-sandbox：学生代码将不受隔离，报告里会写明）")
-    sweep_stale_cgroups()
+                         "（python -m grader doctor 列出每一项保证；在不支持的机器上可以显式选择较低的级别："
+                         "--isolation=job，或者 --isolation=none / --unsafe-no-sandbox：学生代码将不受隔离，"
+                         "报告里会写明）")
+    print(level_table(level, limits), file=sys.stderr)
+    if level != "none":
+        sweep_stale(level)
+    return level
 
 
 @contextlib.contextmanager
@@ -258,7 +265,7 @@ def _reference_runs(run: Run, todo: list[Submission], pool, shared: Path | None)
 
 
 def grade(submissions: Path, out: Path, cell_timeout: int = 60, notebook_timeout: int = 600,
-          db_url: str | None = None, jobs: int | None = None, sandbox: bool = True, limits=None,
+          db_url: str | None = None, jobs: int | None = None, isolation: str = "auto", limits=None,
           timings: dict | None = None, shard: Shard | None = None) -> list[Submission]:
     """Grade the folder's hand-ins into out (see the module docstring); return every row of the class
     (with shard: every row, this shard's graded). timings, if given, gets seconds per step (summed over
@@ -268,13 +275,15 @@ def grade(submissions: Path, out: Path, cell_timeout: int = 60, notebook_timeout
     started, cpu_started, timings["started"] = time.perf_counter(), time.process_time(), time.time()
     if shard is not None and not (db_url or "").startswith("postgresql"):
         raise SystemExit("SHARD needs a shared PostgreSQL gradebook: DB_URL=postgresql://… (or AGENTRL_DB_URL)")
-    if sandbox:
-        _check_sandbox()
+    level = _isolation(isolation, limits)
     _quiet_nbgrader()
     jobs = jobs or max(1, min(2, os.cpu_count() or 1))
+    if level == "job" and jobs != 1:   # the job's own limits are one notebook's: one at a time
+        print(f"isolation level job: one notebook at a time (not {jobs}) / 作业级隔离：一次只评一份", file=sys.stderr)
+        jobs = 1
     out = out.resolve()
     run, subs = _setup(submissions.resolve(), out, shard, db_url, cell_timeout=cell_timeout,
-                       notebook_timeout=notebook_timeout, sandbox=sandbox, limits=limits, timings=timings)
+                       notebook_timeout=notebook_timeout, level=level, limits=limits, timings=timings)
     mine = [s for s in subs if shard is None or shard.takes(s.student)]
     todo = [s for s in mine if s.path is not None and s.status == "ok"]
     timings["setup"] = time.perf_counter() - started
@@ -288,30 +297,30 @@ def grade(submissions: Path, out: Path, cell_timeout: int = 60, notebook_timeout
                 written[-1].add_done_callback(lambda _: progress.advance())
             for future in written:
                 future.result()
-    if sandbox:
-        sweep_stale_cgroups()
+    if level != "none":
+        sweep_stale(level)
     timings["grading"] = time.perf_counter() - started - timings["setup"]
     timings["kernel_cpu"] = run.kernel_cpu()                          # every sandbox, references included
     timings["grader_cpu"] = time.process_time() - cpu_started         # this process, every thread
     if shard is None:
-        _finish(out, subs, run.db_url, sandbox)
+        _finish(out, subs, run.db_url, level)
     else:
         timings["finished"] = time.time()
-        write_manifest(shard_folder(out, shard), shard, subs, sandbox, timings)
+        write_manifest(shard_folder(out, shard), shard, subs, level, timings)
     timings["total"] = time.perf_counter() - started
     timings["report"] = timings["total"] - timings["setup"] - timings["grading"]
     graded = sum(s.status not in ("missing", "invalid", "conflict") for s in mine)
     steps = ", ".join(f"{k} {v:.1f} s" for k, v in timings.items() if k not in ("total", "started", "finished"))
     print(f"graded {graded} notebooks of {len(mine)} in {timings['total']:.1f} s ({steps}; {jobs} at a time, "
-          f"sandbox {'on' if sandbox else 'OFF'}); results in {run.course.parent}", file=sys.stderr)
+          f"isolation {level}); results in {run.course.parent}", file=sys.stderr)
     return subs
 
 
-def _finish(out: Path, subs: list[Submission], db_url: str, sandbox: bool) -> str:
+def _finish(out: Path, subs: list[Submission], db_url: str, level: str) -> str:
     scores, maxima = scores_of(db_url, COURSE_ID, subs)
     if (out / "course" / "feedback").is_dir():
         shutil.copytree(out / "course" / "feedback", out / "feedback", dirs_exist_ok=True)
-    report = write_reports(out, subs, scores, maxima, sandbox)
+    report = write_reports(out, subs, scores, maxima, level)
     print(report)
     return report
 
@@ -320,12 +329,12 @@ def report(out: Path, db_url: str) -> list[Submission]:
     """After the shards: the class's grades.csv, cells.csv, report.md and feedback in out, from every
     shard's manifest and outputs and the shared gradebook. A shard that never finished is named."""
     out = out.resolve()
-    subs, missing, sandbox = read_manifests(out)
+    subs, missing, level = read_manifests(out)
     for shard_dir in sorted((out / "shards").iterdir()):
         for part in ("autograded", "feedback"):
             if (shard_dir / "course" / part).is_dir():
                 shutil.copytree(shard_dir / "course" / part, out / "course" / part, dirs_exist_ok=True)
     if missing:
         print(f"shards that never finished: {', '.join(map(str, missing))}", file=sys.stderr)
-    _finish(out, subs, db_url, sandbox)
+    _finish(out, subs, db_url, level)
     return subs

@@ -24,7 +24,7 @@ from nbgrader.preprocessors import (
     AssignLatePenalties, CheckCellMetadata, ClearHiddenTests, ClearMarkScheme, ClearOutput, ClearSolutions,
     ComputeChecksums, GetGrades, IncludeHeaderFooter, InstantiateTests, LockCells, NbGraderPreprocessor, SaveCells,
 )
-from traitlets import Any, Bool, Integer, Unicode
+from traitlets import Any, Integer, Unicode
 
 from grader.blanks import blank_source, has_blanks
 from grader.cells import is_demo
@@ -93,7 +93,7 @@ class SandboxedExecute(NbGraderPreprocessor):
 
     timeout = Integer(60, help="seconds per cell").tag(config=True)
     notebook_timeout = Integer(600, help="seconds per notebook").tag(config=True)
-    sandbox = Bool(True, help="False only for --unsafe-no-sandbox").tag(config=True)
+    isolation = Unicode("auto", help="auto | cgroup | job | none (grader/sandbox/levels.py)").tag(config=True)
     grading_dir = Unicode("", help="trusted working folder (default: <course>/.grading)").tag(config=True)
     course_dir = Unicode("", help="course folder (default: nbgrader's CourseDirectory.root)").tag(config=True)
     limits = Any(None, help="sandbox.SandboxLimits (default limits when None)")
@@ -102,7 +102,7 @@ class SandboxedExecute(NbGraderPreprocessor):
         info, found = resources["nbgrader"], agentrl(resources)
         grading = Path(self.grading_dir) if self.grading_dir else _course(self) / ".grading"
         runner = runner_for(info["assignment"], grading, cell_timeout=self.timeout,
-                            notebook_timeout=self.notebook_timeout, sandbox=self.sandbox, limits=self.limits)
+                            notebook_timeout=self.notebook_timeout, isolation=self.isolation, limits=self.limits)
         if "expected" not in found:
             found["expected"] = expected_for(info["assignment"], _course(self) / "source", runner, grading)
         result = runner.run(nb, grading / "work" / f"{info['student']}-{info['assignment']}-{id(nb):x}")

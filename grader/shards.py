@@ -17,6 +17,7 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from grader.sandbox.levels import LEVELS
 from grader.submissions import Submission
 
 MANIFEST = "manifest.json"
@@ -62,11 +63,11 @@ def _row(sub: Submission) -> dict:
     return row
 
 
-def write_manifest(folder: Path, shard: Shard, subs: list[Submission], sandbox: bool, timings: dict) -> None:
+def write_manifest(folder: Path, shard: Shard, subs: list[Submission], level: str, timings: dict) -> None:
     """Every row of the class (so the report knows whom a missing shard would have graded), this shard's
     own rows as graded, and its timings (wall and CPU seconds; when it ran). Written last, atomically: a
     shard that died has no manifest."""
-    data = {"shard": shard.index, "count": shard.count, "sandbox": sandbox, "timings": timings,
+    data = {"shard": shard.index, "count": shard.count, "level": level, "timings": timings,
             "rows": [dict(_row(s), shard=shard_of(s.student, shard.count), mine=shard.takes(s.student))
                      for s in subs]}
     tmp = folder / f".{MANIFEST}.{os.getpid()}"
@@ -74,9 +75,10 @@ def write_manifest(folder: Path, shard: Shard, subs: list[Submission], sandbox: 
     os.replace(tmp, folder / MANIFEST)
 
 
-def read_manifests(out: Path) -> tuple[list[Submission], list[int], bool]:
-    """The class's rows (each from the shard that graded it), the shards that left no manifest, and
-    whether every shard ran sandboxed. ValueError if no shard left a manifest."""
+def read_manifests(out: Path) -> tuple[list[Submission], list[int], str]:
+    """The class's rows (each from the shard that graded it), the shards that left no manifest, and the
+    isolation level the class was graded at (the lowest any shard used). ValueError if no shard left a
+    manifest."""
     manifests = []
     for path in sorted((out / "shards").glob(f"*/{MANIFEST}")):
         manifests.append(json.loads(path.read_text(encoding="utf-8")))
@@ -98,7 +100,8 @@ def read_manifests(out: Path) -> tuple[list[Submission], list[int], bool]:
                 sub.path, sub.status = None, "error"
                 sub.notes = [f"第 {row['shard']}/{count} 片没有运行或没有跑完：这份作业没有评分"]
                 rows[key] = sub
-    return sorted(rows.values(), key=lambda s: (s.student, s.assignment)), missing, all(m["sandbox"] for m in manifests)
+    level = max((m["level"] for m in manifests), key=LEVELS.index)
+    return sorted(rows.values(), key=lambda s: (s.student, s.assignment)), missing, level
 
 
 def _submission(row: dict) -> Submission:

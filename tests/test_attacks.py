@@ -217,7 +217,8 @@ _sp.Popen("exec sleep 1000 # {mark}", shell=True, stdout=_sys.__stdout__.fileno(
 OTHER_KERNELS = """\
 import glob as _glob
 import os as _os
-_found = (_glob.glob("/var/tmp/agentrl-grader/*/conn/*") + _glob.glob("/tmp/*.json")
+_found = (_glob.glob("/var/tmp/agentrl-grader*/*/conn/*") + _glob.glob("/var/tmp/agentrl-grader*/*/scratch/conn/*")
+          + _glob.glob("/tmp/*.json")
           + _glob.glob("/run/**/kernel-*.json", recursive=True))
 print("connection files I can see:", _found)
 import zmq as _zmq
@@ -540,9 +541,10 @@ def _survivors() -> list[str]:
 
 
 def _cgroups() -> list[str]:
-    """This process's sandbox cgroups (named s<pid>-...; other graders may run on the machine)."""
-    return [str(p) for c in ("memory", "pids", "cpuacct")
-            for p in Path(f"/sys/fs/cgroup/{c}/agentrl-grader").glob(f"s{os.getpid()}-*") if p.is_dir()]
+    """This process's sandbox groups (named s<pid>-...; other graders may run on the machine)."""
+    from grader.sandbox import controls
+
+    return [g for c in controls() for g in c.session_groups() if Path(g).name.startswith(f"s{os.getpid()}-")]
 
 
 @pytest.fixture(scope="module")
@@ -666,17 +668,17 @@ def test_resource_attacks_are_named_in_chinese(attacked):
 
 
 def test_report_says_the_sandbox_was_on(attacked):
-    assert attacked["report"].splitlines()[2].startswith("**沙箱：已启用**")
+    assert attacked["report"].splitlines()[2].startswith("**沙箱：已启用，隔离级别 cgroup")
 
 
 def test_no_sandbox_is_refused_unless_asked(tmp_path, monkeypatch):
     import grader.pipeline as pipeline
     from grader.sandbox import SandboxUnavailable
 
-    def unavailable():
+    def unavailable(request):
         raise SandboxUnavailable("bwrap missing (simulated)")
 
-    monkeypatch.setattr(pipeline, "check_available", unavailable)
+    monkeypatch.setattr(pipeline, "choose", unavailable)
     (tmp_path / "class" / "s" / A).mkdir(parents=True)
     (tmp_path / "class" / "s" / A / f"{A}.ipynb").write_text(nbformat.writes(_base("untouched")), encoding="utf-8")
     with pytest.raises(SystemExit) as err:
@@ -690,7 +692,7 @@ def test_unsafe_mode_says_so_and_still_judges_outside(tmp_path):
         path = tmp_path / "class" / kind / A / f"{A}.ipynb"
         path.parent.mkdir(parents=True)
         path.write_text(nbformat.writes(_base(kind)), encoding="utf-8")
-    grade(tmp_path / "class", tmp_path / "out", sandbox=False, cell_timeout=15, notebook_timeout=90)
+    grade(tmp_path / "class", tmp_path / "out", isolation="none", cell_timeout=15, notebook_timeout=90)
     report = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
     assert "--unsafe-no-sandbox" in report.splitlines()[2]
     rows = {r["student_id"]: r for r in csv.DictReader(open(tmp_path / "out" / "grades.csv", encoding="utf-8"))}
