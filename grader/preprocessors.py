@@ -33,8 +33,8 @@ from grader.execute import runner_for
 from grader.gradebook import save_verdicts
 from grader.outputs import OutputCaps, cap_outputs
 from grader.prepare import DEMO_PLACEHOLDER, repair
-from grader.reference import expected_for
-from grader.verdict import judge_notebook, student_facing
+from grader.reference import expected_for, hidden_for
+from grader.verdict import REDACTED, judge_notebook, student_facing
 
 
 def agentrl(resources: dict) -> dict:
@@ -105,6 +105,7 @@ class SandboxedExecute(NbGraderPreprocessor):
                             notebook_timeout=self.notebook_timeout, isolation=self.isolation, limits=self.limits)
         if "expected" not in found:
             found["expected"] = expected_for(info["assignment"], _course(self) / "source", runner, grading)
+            found["hidden"] = hidden_for(info["assignment"], _course(self) / "source")
         result = runner.run(nb, grading / "work" / f"{info['student']}-{info['assignment']}-{id(nb):x}")
         if result.status != "ok":
             found["status"] = result.status
@@ -118,7 +119,9 @@ class TrustedVerdict(NbGraderPreprocessor):
 
     def preprocess(self, nb, resources):
         found = agentrl(resources)
-        found["verdicts"] = verdicts = judge_notebook(nb, found["expected"])
+        found["verdicts"] = verdicts = judge_notebook(nb, found["expected"], found.get("hidden", []))
+        if any(REDACTED in v.reason for v in verdicts.values()):
+            found["notes"].append("可见测试的返回值里有隐藏测试的字符串：反馈里没有显示这些值")
         forged = sorted(gid for gid, v in verdicts.items() if v.forged)
         if forged:
             found["notes"].append(f"测试单元里出现了参考答案没有的评分记录（{', '.join(forged)}）：疑似伪造，已判 0 分")

@@ -21,6 +21,7 @@ import nbformat
 from grader.cells import grade_id, is_test
 from grader.execute import Runner
 from grader.prepare import for_grading
+from grader.redact import hidden_strings
 from grader.verdict import check_reference, error_summary, expected_records
 
 
@@ -61,3 +62,8 @@ def _run_reference(assignment: str, path: Path, runner: Runner, grading: Path, k
                          f"({result.status}; {'; '.join(errors + result.notes)[:500]})")
     check_reference(expected, assignment)
     return expected
+
+
+def hidden_for(assignment: str, source: Path) -> list[str]:
+    """The strings of the assignment's hidden tests (redact.py): what no feedback may quote."""
+    return hidden_strings(nbformat.read(source / assignment / f"{assignment}.ipynb", as_version=4))

@@ -24,10 +24,12 @@ import nbformat
 
 from agentrl_ref.checks.probes import MIME
 from grader.cells import grade_id, is_test as is_test_cell
+from grader.redact import NOTHING, Redactor
 
 VERDICT_MARK = "agentrl_verdict"  # in the metadata of the output this module appends to a test cell
 VISIBLE = "visible:"  # records written by run_test start with this; hidden probes never do
 REL_TOL, ABS_TOL = 1e-5, 1e-7  # floats: what float32 arithmetic in another order still meets
+REDACTED = "含隐藏测试里的内容，不显示"  # in place of a student's value that holds a hidden test's string
 
 
 def records(cell) -> list[tuple[str, Any]]:
@@ -67,9 +69,11 @@ def check_reference(expected: dict[str, list[tuple[str, Any]]], assignment: str)
 # ---------------------------------------------------------------- comparing encoded values
 #
 # What a failing verdict may say. For a visible test (public inputs, the student runs it in JupyterLab too)
-# it quotes the student's value next to the expected one. For a hidden test it names only the property
-# that differs (a type, a length, a shape, a number, an exception), never a value: a student function can
-# make its return value, its exception's message or class name quote the hidden inputs it was called with.
+# it quotes the student's value next to the expected one, unless that value holds something of a hidden
+# test's strings (redact.py: a function can remember hidden inputs and return them in a later, visible test).
+# For a hidden test it names only the property that differs (a type, a length, a shape, a number, an
+# exception), never a value: a student function can make its return value, its exception's message or
+# class name quote the hidden inputs it was called with.
 
 _NUMBER = (bool, int, float)
 BUILTIN_EXCEPTIONS = {name for name, obj in vars(builtins).items()
@@ -84,18 +88,23 @@ def _number(x: Any) -> float | None:
     return None
 
 
-def difference(got: Any, want: Any, where: str = "", show: bool = True) -> str | None:
+def difference(got: Any, want: Any, where: str = "", show: bool = True, redact: Redactor = NOTHING) -> str | None:
     """None if got matches want (encoded values, see probes.py), else where and how they first differ.
-    show=False (hidden tests): the property that differs, without quoting any value."""
+    show=False (hidden tests): the property that differs, without quoting any value; show=True quotes the
+    student's value unless `redact` finds something of a hidden test in it."""
     here = where or "结果"
 
+    def quote(x: Any) -> str:
+        text = _short(x)
+        return f"{_kind(x)}（{REDACTED}）" if redact.leaks(repr(x)) or redact.leaks(text) else text
+
     def mismatch(what: str) -> str:
-        return f"{here}：期望 {_short(want)}，得到 {_short(got)}" if show else f"{here}：{what}"
+        return f"{here}：期望 {_short(want)}，得到 {quote(got)}" if show else f"{here}：{what}"
 
     w, g = _number(want), _number(got)
     if w is not None:
         if g is None:
-            return f"{here}：期望一个数，得到 {_short(got) if show else _kind(got)}"
+            return f"{here}：期望一个数，得到 {quote(got) if show else _kind(got)}"
         if math.isnan(w) or math.isnan(g):
             return None if math.isnan(w) and math.isnan(g) else mismatch("数值不对")
         if math.isclose(g, w, rel_tol=REL_TOL, abs_tol=ABS_TOL):
@@ -108,11 +117,11 @@ def difference(got: Any, want: Any, where: str = "", show: bool = True) -> str |
                         f"期望{_kind(want)}，得到{_kind(got)}")
     if isinstance(want, list):
         if not isinstance(got, list):
-            return f"{here}：期望一个列表，得到 {_short(got) if show else _kind(got)}"
+            return f"{here}：期望一个列表，得到 {quote(got) if show else _kind(got)}"
         if len(got) != len(want):
             return f"{here}：期望 {len(want)} 项，得到 {len(got)} 项" if show else f"{here}：项数不对"
         for i, (g_item, w_item) in enumerate(zip(got, want)):
-            diff = difference(g_item, w_item, f"{here}[{i}]", show)
+            diff = difference(g_item, w_item, f"{here}[{i}]", show, redact)
             if diff:
                 return diff
         return None
@@ -135,7 +144,7 @@ def difference(got: Any, want: Any, where: str = "", show: bool = True) -> str |
                     continue
                 return f"{here}：期望抛出 {_exception(want[key])}，得到 {_exception(got[key]) if show else '别的异常'}"
             sub = f"{here}" if key in ("tensor", "ndarray", "dict", "ok") else f"{here}.{key}"
-            diff = difference(got[key], want[key], sub, show)
+            diff = difference(got[key], want[key], sub, show, redact)
             if diff:
                 return diff
         return None
@@ -196,7 +205,7 @@ class Verdict:
     forged: bool = False   # records the reference never wrote: something in the kernel wrote them
 
 
-def judge(cell, expected: list[tuple[str, Any]]) -> Verdict:
+def judge(cell, expected: list[tuple[str, Any]], redact: Redactor = NOTHING) -> Verdict:
     got = records(cell)
     want_names = [name for name, _ in expected]
     extra = [name for name, _ in got if name not in want_names]
@@ -213,7 +222,7 @@ def judge(cell, expected: list[tuple[str, Any]]) -> Verdict:
         if not values:
             missing = "没有通过或没有跑完" if visible else "没有跑完（之前的代码出错或卡住了）"
             return Verdict(False, f"{label}{missing}")
-        diff = difference(values[0], want, show=visible)
+        diff = difference(values[0], want, show=visible, redact=redact)
         if diff:
             return Verdict(False, f"{label}不通过：{diff}")
     if [name for name, _ in got] != want_names:
@@ -265,14 +274,16 @@ def rewrite_test_cell(cell, verdict: Verdict) -> None:
     cell["outputs"] = kept + [mark]
 
 
-def judge_notebook(nb: nbformat.NotebookNode, expected: dict[str, list[tuple[str, Any]]]) -> dict[str, Verdict]:
+def judge_notebook(nb: nbformat.NotebookNode, expected: dict[str, list[tuple[str, Any]]],
+                   hidden: list[str] = ()) -> dict[str, Verdict]:
     """Judge every test cell against expected (grade_id -> the reference's records) and rewrite it (see
-    rewrite_test_cell); return grade_id -> Verdict."""
+    rewrite_test_cell); hidden: the assignment's hidden-test strings, never quoted. Return grade_id -> Verdict."""
     found = {}
+    redact = Redactor(hidden)
     for cell in nb.cells:
         if is_test_cell(cell):
             gid = grade_id(cell)
-            verdict = judge(cell, expected[gid]) if gid in expected else Verdict(False, f"参考答案里没有测试单元 {gid}")
+            verdict = judge(cell, expected[gid], redact) if gid in expected else Verdict(False, f"参考答案里没有测试单元 {gid}")
             found[gid] = verdict
             rewrite_test_cell(cell, verdict)
     return found

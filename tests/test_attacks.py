@@ -327,6 +327,19 @@ def format_reward(completion):
     print(text)
     raise type("Leak" + _SNOW + str(abs(hash(completion)) % 997), (Exception,), {})(text)
 """
+# remembers every input it is called with; once it has seen a test cell's hidden inputs, gives them back as
+# the value of the next visible test, whose failing verdict would quote it
+REMEMBER_HIDDEN = """\
+_honest, _seen = format_reward, []
+
+
+def format_reward(completion):
+    if isinstance(completion, str) and completion not in _seen:
+        _seen.append(completion)
+    if len(_seen) > 12:
+        return " | ".join(_seen)[-300:]
+    return _honest(completion)
+"""
 FILL_WORKDIR = """\
 import os as _os
 _made = 0
@@ -377,6 +390,7 @@ ATTACKS = [
     Attack("active-markdown", "reference", MARKDOWN_PAYLOAD, "equal", "不存在的附件", where="markdown"),
     Attack("raw-html-cell", "reference", "<script>window.__xss.push('raw')</script>", "equal", "", where="raw"),
     Attack("leak-hidden-inputs", "untouched", LEAK_INPUTS, "equal", "", where="answer_replace"),
+    Attack("remember-hidden-inputs", "reference", REMEMBER_HIDDEN, "not_above", "隐藏测试的字符串"),
     Attack("answer-cell-deleted", "reference", "answer", "equal_untouched", "答案单元恢复为空白", where="delete"),
     Attack("metadata-not-a-dict", "reference", "nbgrader", "equal", "", where="meta"),
 ]
@@ -792,6 +806,22 @@ def test_hidden_inputs_never_reach_the_feedback(attacked):
     assert snow in kept or "\\u2603" in kept
     assert snow not in page and "&#9731;" not in page and "Leak" + snow not in page
     assert "BEGIN HIDDEN TESTS" not in page and "评分未通过" in page
+
+
+def test_a_visible_verdict_never_quotes_a_hidden_string(attacked):
+    """The function that hands hidden inputs back through a visible test: its verdicts say a value was not
+    shown, and no verdict the feedback carries holds a hidden string (or eight characters in a row of one)."""
+    from grader.redact import Redactor, hidden_strings
+    from course import source_notebook
+
+    redactor = Redactor(hidden_strings(source_notebook(A)))
+    nb = nbformat.read(attacked["out"] / "course" / "autograded" / "remember-hidden-inputs" / A / f"{A}.ipynb", 4)
+    verdicts = [o.get("evalue", "") for c in nb.cells for o in c.get("outputs", [])
+                if (o.get("metadata") or {}).get("agentrl_verdict") and o.get("output_type") == "error"]
+    assert any("含隐藏测试里的内容，不显示" in v for v in verdicts), verdicts     # the attack got that far
+    assert not [v for v in verdicts if redactor.leaks(v)], verdicts
+    page = (attacked["out"] / "feedback" / "remember-hidden-inputs" / A / f"{A}.html").read_text(encoding="utf-8")
+    assert "含隐藏测试里的内容，不显示" in page
 
 
 def _page_checks(browser, url: str) -> dict:

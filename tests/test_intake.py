@@ -173,6 +173,38 @@ def test_odd_student_names_are_rejected_or_taken_never_crash(tmp_path, name):
     assert all(ch.isprintable() for ch in odd.student + "".join(odd.notes))
 
 
+LOOK_ALIKES = [("alice", "аlice"),            # Cyrillic а
+               ("bob", "ｂｏｂ"),              # full-width letters
+               ("Zoë", "Zoe\u0308"),           # composed and decomposed ë
+               ("Omar", "ΟΜΑR"),              # Greek capitals
+               ("paul", "PAUL")]              # only the case
+
+
+@pytest.mark.parametrize("one, other", LOOK_ALIKES)
+def test_ids_a_person_cannot_tell_apart_are_flagged_and_never_graded_twice(tmp_path, one, other):
+    """Both ids handed in the same assignment: a conflict, neither graded, each row naming the other; one
+    handed in another assignment too: graded, with a note. A different id stays apart."""
+    root = tmp_path / "class"
+    other_assignment = next(a for a in ASSIGNMENTS if a != A)
+    try:
+        make_file(root / one / A / f"{A}.ipynb", _notebook_text(), "file")
+        make_file(root / other / A / f"{A}.ipynb", _notebook_text(), "file")
+        make_file(root / other / other_assignment / f"{other_assignment}.ipynb", _notebook_text(), "file")
+    except OSError:
+        pytest.skip("the file system refuses this name")
+    make_file(root / "carol" / A / f"{A}.ipynb", _notebook_text(), "file")
+    rows = {(s.student, s.assignment): s for s in collect(root, ASSIGNMENTS)}
+    if (other, A) not in rows:
+        pytest.skip("the file system stores both names as one")
+    for me, them in ((one, other), (other, one)):
+        row = rows[(me, A)]
+        assert row.status == "conflict" and row.path is None, row
+        assert printable(them) in row.notes[0] and "看起来一样" in row.notes[0]
+    extra = rows[(other, other_assignment)]
+    assert extra.status == "ok" and extra.path is not None and "看起来一样" in extra.notes[0]
+    assert rows[("carol", A)].status == "ok" and not rows[("carol", A)].notes
+
+
 @given(st.text(min_size=0, max_size=40))
 def test_an_accepted_id_is_safe_for_paths_globs_and_the_gradebook(name):
     if id_problem(name) is None:
@@ -266,6 +298,24 @@ def test_a_hidden_verdict_never_quotes_the_students_values(got, want):
             stack += x
             strings += [v for v in x if isinstance(v, str)]
     assert not [s for s in strings if s in said and len(s) >= 6 and s not in ("ValueError",)], said
+
+
+@given(value=st.one_of(st.text(max_size=30), st.lists(st.text(max_size=12), max_size=3)),
+       which=st.integers(0, 10**6), start=st.integers(0, 40))
+def test_a_visible_verdict_never_quotes_a_hidden_string_or_eight_characters_of_one(value, which, start):
+    """A student's value that carries a hidden test's string (whole, or any eight characters of it in a row,
+    anywhere in the value) is named by its kind, never quoted; the expected value still is."""
+    from course import source_notebook
+    from grader.redact import Redactor, hidden_strings
+
+    hidden = hidden_strings(source_notebook(A))
+    long = [h for h in hidden if len(h) >= 8]
+    piece = long[which % len(long)]
+    piece = piece[start % (len(piece) - 7):][:8 + start % 5]
+    got = value + piece if isinstance(value, str) else value + [piece]
+    said = difference(got, 1.0, show=True, redact=Redactor(hidden)) or ""
+    assert "含隐藏测试里的内容，不显示" in said and piece not in said and said.startswith("结果：期望"), said
+    assert not Redactor(hidden).leaks(said.split("得到")[-1]), said
 
 
 def test_csv_cells_cannot_be_formulas_and_markdown_cannot_be_active(tmp_path):
