@@ -12,11 +12,31 @@ one writer: writes from the threads of one process take turns.
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 
+import nbgrader.api
 from nbgrader.api import Gradebook, MissingEntry
 
 RECORDED_STATUSES = ("ok", "timeout", "killed", "error")   # the others never reach a kernel
+
+
+@functools.cache
+def alembic_head() -> str:
+    """The head revision of nbgrader's gradebook migrations, read in this process. nbgrader asks for it by
+    starting `alembic heads` in a subprocess (a whole Python start-up) each time it creates a gradebook:
+    1-2 s of every grading run, a minute under software emulation. The answer is a constant of the
+    installed nbgrader; tests/test_nbgrader.py compares it with the subprocess's."""
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+    from nbgrader.dbutil import ALEMBIC_DIR
+
+    config = Config()
+    config.set_main_option("script_location", ALEMBIC_DIR)
+    return ScriptDirectory.from_config(config).get_current_head()
+
+
+nbgrader.api.get_alembic_version = alembic_head
 _SQLITE_WRITER = threading.Lock()
 
 
