@@ -27,9 +27,11 @@ $(STAMP): requirements.txt pyproject.toml grader/pyproject.toml
 
 # What `make test` needs from the system, besides Python: Debian packages (Chromium and its driver for the
 # browser tests, CJK fonts for screenshots, PostgreSQL for the gradebook tests, bubblewrap for the grading
-# sandbox, Slurm and munge for the cluster test) and npm (the site's offline assets). Installed with
-# apt-get as root or through sudo when missing; otherwise the exact command to run is printed.
-DEBIAN_PACKAGES := chromium chromium-driver fonts-noto-cjk postgresql bubblewrap slurmctld slurmd slurm-client munge
+# sandbox, Slurm and munge for the cluster test, qemu, a Debian kernel and busybox to boot a real cgroup v2
+# guest for the sandbox's v2 test) and npm (the site's offline assets). Installed with apt-get as root or
+# through sudo when missing; otherwise the exact command to run is printed.
+DEBIAN_PACKAGES := chromium chromium-driver fonts-noto-cjk postgresql bubblewrap slurmctld slurmd slurm-client munge \
+                   qemu-system-x86 linux-image-amd64 busybox-static
 deps:
 	@missing=$$(for p in $(DEBIAN_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done; \
 	           command -v npm >/dev/null || echo npm); missing=$$(echo $$missing); \
@@ -85,10 +87,12 @@ bench: venv
 	$(PY) bench/capstone.py
 
 # A simulated class of 30 students x every assignment graded side by side: this commit and BASE (a git
-# worktree), sandboxed and not, on one machine and as Slurm shards (bench/grading.py).
+# worktree), sandboxed and not, on one machine and as Slurm shards (bench/grading.py); then the sandbox's own
+# cost at each isolation level, here and on a real cgroup v2 kernel in a guest (bench/levels.py).
 BASE ?=
 bench-grading: deps venv
 	PYTHONPATH=tests $(PY) bench/grading.py $(if $(BASE),--base $(BASE)) $(if $(REPEAT),--repeat $(REPEAT))
+	PYTHONPATH=tests $(PY) bench/levels.py $(if $(REPEAT),--repeat $(REPEAT))
 
 # Instructors: autograde a folder of returned notebooks (see README). OUT, DB_URL, JOBS, SHARD, ISOLATION optional.
 # DB_URL reaches the grader in the environment (AGENTRL_DB_URL), never on a command line: it holds a password.

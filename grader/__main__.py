@@ -1,7 +1,8 @@
 """python -m grader: the instructor's commands (the Makefile's grade, grade-report and release targets).
 
     python -m grader grade SUBMISSIONS [--out DIR] [--jobs N] [--shard K/N] [--db-url URL | --db-url-file F]
-                                       [--cell-timeout S] [--notebook-timeout S] [--isolation LEVEL]
+                                       [--cell-timeout S] [--notebook-timeout S] [--memory-mb MB]
+                                       [--isolation LEVEL]
     python -m grader report --out DIR [--db-url URL | --db-url-file F]   # after every shard
     python -m grader release [--out DIR] [assignment ...]
     python -m grader doctor             # the isolation level here, each guarantee at it, what fixes the rest
@@ -43,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     grade.add_argument("--shard", default=None, help="K/N: grade shard K (0-based) of N; needs PostgreSQL")
     grade.add_argument("--cell-timeout", type=int, default=60, help="seconds per cell")
     grade.add_argument("--notebook-timeout", type=int, default=600, help="seconds per notebook")
+    grade.add_argument("--memory-mb", type=int, default=None,
+                       help="memory per notebook (default 2048; grader/sandbox/limits.py has the other limits)")
     grade.add_argument("--isolation", default="auto", choices=["auto", "cgroup", "job", "none"],
                        help="auto: the best level here, at least one cgroup per notebook (default); job: one "
                             "notebook at a time in the job's own limits (pods, Slurm steps); none: no sandbox")
@@ -68,15 +71,25 @@ def main(argv: list[str] | None = None) -> int:
 
         userns.enter(["-m", "grader", *sys.argv[1:]])
     if args.command == "grade":
-        from grader.pipeline import grade as run
+        from grader.sandbox import SandboxLimits
         from grader.shards import Shard
 
         try:
             shard = Shard.parse(args.shard) if args.shard else None
+            limits = SandboxLimits(memory_mb=args.memory_mb) if args.memory_mb else None
         except ValueError as exc:
             parser.error(str(exc))
+        isolation = "none" if args.unsafe_no_sandbox else args.isolation
+        from grader.sandbox import SandboxUnavailable, choose, refusal
+
+        try:
+            choose(isolation)           # refuse before the grading machinery is even imported
+        except SandboxUnavailable as exc:
+            raise SystemExit(refusal(exc)) from None
+        from grader.pipeline import grade as run
+
         run(args.submissions, args.out, args.cell_timeout, args.notebook_timeout, _db_url(args), args.jobs,
-            isolation="none" if args.unsafe_no_sandbox else args.isolation, shard=shard)
+            isolation=isolation, limits=limits, shard=shard)
     elif args.command == "report":
         from grader.pipeline import report
 

@@ -202,8 +202,9 @@ class Runner:
         self._count = threading.Lock()
 
     def _executor(self) -> GuardedExecute:
-        return GuardedExecute(timeout=self.cell_timeout, interrupt_on_timeout=True, kernel_name="python3",
-                              shutdown_kernel="immediate")
+        # a kernel may take as long to start as a cell may take to run (a loaded or emulated machine)
+        return GuardedExecute(timeout=self.cell_timeout, startup_timeout=max(60, self.cell_timeout),
+                              interrupt_on_timeout=True, kernel_name="python3", shutdown_kernel="immediate")
 
     def run(self, nb: nbformat.NotebookNode, workdir: Path) -> RunResult:
         """Execute nb (in place) with workdir as the kernel's folder. Whatever the kernel does, this returns

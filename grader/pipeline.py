@@ -44,8 +44,8 @@ from grader.gradebook import forget, scores_of
 from grader.preprocessors import SANITIZE, CapOutputs, SandboxedExecute, SaveVerdicts, TrustedVerdict, agentrl
 from grader.prepare import read_notebook, suspicious
 from grader.progress import Progress
-from grader.reference import expected_for
-from grader.sandbox import SandboxUnavailable, choose, level_table, sweep_stale
+from grader.reference import expected_for, hidden_for
+from grader.sandbox import SandboxUnavailable, choose, level_table, refusal, sweep_stale
 from grader.report import write_reports
 from grader.shards import Shard, read_manifests, shard_folder, write_manifest
 from grader.submissions import Submission, SubmissionRejected, collect, read_submission
@@ -62,6 +62,7 @@ class Run:
     level: str = "none"          # the isolation level every notebook runs at (grader/sandbox/levels.py)
     limits: object = None
     expected: dict = field(default_factory=dict)   # assignment -> reference records
+    hidden: dict = field(default_factory=dict)     # assignment -> its hidden tests' strings (never quoted)
     timings: dict = field(default_factory=dict)    # step -> seconds, summed over notebooks
     _clock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -81,7 +82,8 @@ class Run:
         """What nbgrader's converters hand their preprocessors, and the course's own part."""
         return {"nbgrader": {"student": sub.student, "assignment": sub.assignment, "notebook": sub.assignment,
                              "db_url": self.db_url, "course_id": COURSE_ID},
-                "agentrl": {"status": "ok", "notes": [], "expected": self.expected[sub.assignment]}}
+                "agentrl": {"status": "ok", "notes": [], "expected": self.expected[sub.assignment],
+                            "hidden": self.hidden[sub.assignment]}}
 
 
 def _through(preprocessors: list[Preprocessor], nb, resources):
@@ -195,10 +197,7 @@ def _isolation(request: str, limits) -> str:
     try:
         level = choose(request)
     except SandboxUnavailable as exc:
-        raise SystemExit(f"无法启动评分沙箱，没有评分 / cannot start the grading sandbox, nothing graded:\n{exc}\n"
-                         "（python -m grader doctor 列出每一项保证；在不支持的机器上可以显式选择较低的级别："
-                         "--isolation=job，或者 --isolation=none / --unsafe-no-sandbox：学生代码将不受隔离，"
-                         "报告里会写明）")
+        raise SystemExit(refusal(exc)) from None
     print(level_table(level, limits), file=sys.stderr)
     if level != "none":
         sweep_stale(level)
@@ -255,6 +254,7 @@ def _reference_runs(run: Run, todo: list[Submission], pool, shared: Path | None)
         name = futures[future]
         try:
             run.expected[name] = future.result()
+            run.hidden[name] = hidden_for(name, run.course / "source")
         except ValueError as exc:   # the instructor notebook itself fails: grade nothing of it, say why
             print(f"cannot grade {name}: {exc}", file=sys.stderr)
             for sub in todo:

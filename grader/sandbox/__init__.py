@@ -71,7 +71,7 @@ and plain kernel start+execute times.
 from .control import controls
 from .doctor import report as doctor_report, table as level_table
 from .host import INNER_HOME, INNER_IPYTHONDIR, INNER_PACKAGE_ROOT, INNER_WORKDIR
-from .levels import CGROUP_LEVELS, LEVELS, NAME_ZH, REQUESTS, check_available, choose, probe
+from .levels import CGROUP_LEVELS, LEVELS, NAME_ZH, REQUESTS, check_available, choose, probe, refusal
 from .limits import SandboxLimits, SandboxUnavailable, SessionReport
 from .mounts import capped_mounts
 from .session import Sandbox, SandboxKernelManager, Session
@@ -79,7 +79,7 @@ from .sweep import sweep_stale
 
 __all__ = [
     "SandboxUnavailable", "SandboxLimits", "SessionReport", "Sandbox", "Session", "SandboxKernelManager",
-    "check_available", "choose", "probe", "controls", "sweep_stale", "capped_mounts", "doctor_report", "level_table",
+    "check_available", "choose", "probe", "controls", "refusal", "sweep_stale", "capped_mounts", "doctor_report", "level_table",
     "LEVELS", "CGROUP_LEVELS", "NAME_ZH", "REQUESTS", "INNER_HOME", "INNER_IPYTHONDIR", "INNER_PACKAGE_ROOT",
     "INNER_WORKDIR",
 ]

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from .control import Control, Group, Usage, allowed_cpus, cpu_list, keyed, kill_until_empty, read
-from .host import CGROUP_ROOT, PARENT_GROUP
+from .host import CGROUP_ROOT, PARENT_GROUP, real_root
 
 NEEDED = ("memory", "pids", "cpu")
 MAIN_LEAF = "agentrl-main"
@@ -83,7 +83,7 @@ def find_base() -> tuple[Path | None, tuple[str, str] | None]:
     if not unified():
         return None, ("this machine does not mount cgroup v2 only", "本机不是只有 cgroup v2")
     own = own_group()
-    if os.geteuid() == 0 and _is_real_root_group(CGROUP_ROOT):
+    if real_root() and _is_real_root_group(CGROUP_ROOT):
         wanted = set(NEEDED) | ({"cpuset"} & _controllers(CGROUP_ROOT))
         missing = set(NEEDED) - _controllers(CGROUP_ROOT)
         if missing:

@@ -152,10 +152,17 @@ def unavailable(found: Probe, wanted: str) -> SandboxUnavailable:
     return SandboxUnavailable("\n".join(lines))
 
 
+def refusal(exc: SandboxUnavailable) -> str:
+    """What `make grade` says when it grades nothing: what is missing and the ways forward."""
+    return (f"无法启动评分沙箱，没有评分 / cannot start the grading sandbox, nothing graded:\n{exc}\n"
+            "（python -m grader doctor 列出每一项保证；在不支持的机器上可以显式选择较低的级别：--isolation=job，"
+            "或者 --isolation=none / --unsafe-no-sandbox：学生代码将不受隔离，报告里会写明）")
+
+
 def check_available(request: str = "auto") -> str:
     """The level `request` gives here, or SandboxUnavailable saying what is missing."""
     return choose(request)
 
 
-__all__ = ["LEVELS", "CGROUP_LEVELS", "REQUESTS", "NAME_ZH", "Probe", "probe", "choose", "check_available",
+__all__ = ["LEVELS", "CGROUP_LEVELS", "REQUESTS", "NAME_ZH", "Probe", "probe", "choose", "check_available", "refusal",
            "sandbox_problem", "userns"]
