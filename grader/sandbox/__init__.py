@@ -12,8 +12,10 @@ inside the kernel is treated as hostile.
     session.report.cause_zh()                           # e.g. "内存超过上限（2048 MB），内核被系统终止"
 
 The parts, one file each:
-    levels.py     the isolation levels (cgroup2, cgroup1, job, none): which one runs here, and why not better
-    doctor.py     `python -m grader doctor`: the level, each guarantee at it, the commands that fix what is missing
+    levels.py     the isolation levels (cgroup2, cgroup1, job, none): which one runs here, why not a better
+                  one, and the process's resource control at each
+    doctor.py     the level a run uses (or a refusal with the ways forward), said out loud; `python -m grader
+                  doctor`: each guarantee at the level, the commands that fix what is missing
     control.py    resource control, one interface: a session's group (limits, processes, what it used)
     cgroup_v2.py  … one cgroup v2 leaf per session (root, or a user with a delegated subtree)
     cgroup_v1.py  … one cgroup v1 group per controller and session (root)
@@ -68,10 +70,9 @@ the forking thread): start and finish a session in the same, long-lived thread.
 sandbox --sweep` removes what crashed graders left. `python bench/sandbox_overhead.py` compares sandboxed
 and plain kernel start+execute times.
 """
-from .control import controls
-from .doctor import report as doctor_report, table as level_table
+from .doctor import check_available, choose, refusal, report as doctor_report, table as level_table
 from .host import INNER_HOME, INNER_IPYTHONDIR, INNER_PACKAGE_ROOT, INNER_WORKDIR
-from .levels import CGROUP_LEVELS, LEVELS, NAME_ZH, REQUESTS, check_available, choose, probe, refusal
+from .levels import CGROUP_LEVELS, LEVELS, NAME_ZH, REQUESTS, controls, probe
 from .limits import SandboxLimits, SandboxUnavailable, SessionReport
 from .mounts import capped_mounts
 from .session import Sandbox, SandboxKernelManager, Session

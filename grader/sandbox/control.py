@@ -1,6 +1,6 @@
 """Resource control: one interface, three backends. Trusted code: it runs in the grading process.
 
-    control = control_for("cgroup2")          # the process's one Control of a level (cgroup2 | cgroup1 | job)
+    control = control_for("cgroup2")          # levels.py: the process's one Control of a level
     group = control.group(session_name, limits, cpus)
     group.create()                            # before the kernel starts
     ... the launcher writes its PID into group.procs_files, pins itself to group.cpus ...
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,29 +137,3 @@ def cpu_list(text: str) -> list[int]:
 
 def allowed_cpus() -> list[int]:
     return sorted(os.sched_getaffinity(0))
-
-
-_controls: dict[str, Control] = {}
-_made = threading.Lock()
-
-
-def control_for(level: str) -> Control:
-    """The one Control of `level` in this process (made, and its process-wide set-up done, once)."""
-    with _made:
-        if level not in _controls:
-            if level == "cgroup1":
-                from .cgroup_v1 import V1Control as cls
-            elif level == "cgroup2":
-                from .cgroup_v2 import V2Control as cls
-            elif level == "job":
-                from .job import JobControl as cls
-            else:
-                raise ValueError(f"no resource control for level {level!r}")
-            _controls[level] = cls()
-        return _controls[level]
-
-
-def controls() -> list[Control]:
-    """Every Control this process has made."""
-    with _made:
-        return list(_controls.values())

@@ -1,6 +1,9 @@
-"""`python -m grader doctor`: the isolation level this machine gives the grader, whether each guarantee of
-README's table holds at it, and, where something is missing, the command that fixes it on this kind of
-machine. `make grade` prints the same table first, for the level it grades at."""
+"""The isolation level a run grades at, said out loud. `python -m grader doctor`: the level this machine
+gives the grader, whether each guarantee of README's table holds at it, and, where something is missing,
+the command that fixes it on this kind of machine. `choose(request)` picks the level a run uses: "auto"
+(the default) takes the best there is and refuses anything below a cgroup level; "cgroup" asks for either
+cgroup level, "job" and "none" (or a level's exact name) for that level, and each refuses if it cannot run
+here, with the ways forward. Never silently less. `make grade` prints the table first, for its level."""
 from __future__ import annotations
 
 import os
@@ -9,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .host import host_uid, real_root
-from .levels import CGROUP_LEVELS, NAME_ZH, Probe, probe
-from .limits import SandboxLimits
+from .levels import CGROUP_LEVELS, LEVELS, NAME_ZH, REQUESTS, Probe, control_for, probe
+from .limits import SandboxLimits, SandboxUnavailable
 
 GUARANTEES = ("网络关闭", "内存上限", "进程数上限", "CPU 份额", "磁盘和文件数", "不留进程", "别的学生不可读", "答案代码不在")
 
@@ -38,8 +41,6 @@ def guarantees(level: str, limits: SandboxLimits | None = None) -> list[Line]:
     others = "bubblewrap 只挂载这一份的工作目录和只读的解释器、课程包；结束时整个 tmpfs 卸掉"
     answers = "沙箱里的课程包副本不含本题的参考答案"
     if level in CGROUP_LEVELS:
-        from .control import control_for
-
         control = control_for(level)
         v2 = level == "cgroup2"
         pin = "cpuset 固定在核上" if control.pins_cpus else "sched_setaffinity 固定核（学生代码能改回，配额不变）"
@@ -162,6 +163,49 @@ def fixes(found: Probe) -> list[str]:
         out.append("或者明确接受作业级隔离（一次一份，表里写明哪些保证成立）：make grade ISOLATION=job "
                    "（python -m grader grade --isolation=job）")
     return out
+
+
+# ---------------------------------------------------------------- the level a run uses
+
+
+def choose(request: str = "auto") -> str:
+    """The level a run uses for `request` (see the module docstring); SandboxUnavailable names what is missing."""
+    if request not in REQUESTS and request not in LEVELS:
+        raise ValueError(f"isolation must be one of {', '.join(REQUESTS)} (or exactly {', '.join(LEVELS)})")
+    if request == "none":
+        return "none"
+    found = probe()
+    if request in ("job", *CGROUP_LEVELS):
+        if request in found.why_not:
+            raise unavailable(found, request)
+        return request
+    if found.best in CGROUP_LEVELS:
+        return found.best
+    raise unavailable(found, "cgroup")
+
+
+def unavailable(found: Probe, wanted: str) -> SandboxUnavailable:
+    """The refusal: what is missing for `wanted`, what this machine does give, and the ways forward."""
+    reasons = [found.why_not[level] for level in (CGROUP_LEVELS if wanted == "cgroup" else (wanted,))
+               if level in found.why_not]
+    en = "; ".join(dict.fromkeys(r[0] for r in reasons))
+    zh = "；".join(dict.fromkeys(r[1] for r in reasons))
+    lines = [f"{en} / {zh}",
+             f"这台机器上能用的最高隔离级别 / the best level here: {found.best}（{NAME_ZH[found.best]}）"]
+    lines += fixes(found)
+    return SandboxUnavailable("\n".join(lines))
+
+
+def refusal(exc: SandboxUnavailable) -> str:
+    """What `make grade` says when it grades nothing: what is missing and the ways forward."""
+    return (f"无法启动评分沙箱，没有评分 / cannot start the grading sandbox, nothing graded:\n{exc}\n"
+            "（python -m grader doctor 列出每一项保证；在不支持的机器上可以显式选择较低的级别：--isolation=job，"
+            "或者 --isolation=none / --unsafe-no-sandbox：学生代码将不受隔离，报告里会写明）")
+
+
+def check_available(request: str = "auto") -> str:
+    """The level `request` gives here, or SandboxUnavailable saying what is missing."""
+    return choose(request)
 
 
 # ---------------------------------------------------------------- the report

@@ -6,23 +6,23 @@
     none      no sandbox at all (only when asked for: --isolation=none / --unsafe-no-sandbox)
 
 Every level but `none` runs each kernel in bubblewrap (no network, only its own files) with its working
-folder, /tmp, /dev/shm and $HOME on tmpfs capped in bytes and inodes. `choose(request)` picks the level a
-run uses: "auto" (the default) takes the best there is and refuses anything below a cgroup level; "cgroup"
-asks for either cgroup level, "job" and "none" (or a level's exact name) for that level, and each refuses
-if it cannot run here. Never silently less.
+folder, /tmp, /dev/shm and $HOME on tmpfs capped in bytes and inodes. `probe()` says which level runs here
+and why not a better one; `control_for(level)` is the process's resource control at a level; which level a
+run uses (and the refusal when it cannot have it) is doctor.choose().
 """
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass, field
 
 from .bwrap import NAMESPACE_ARGS, usr_links
+from .control import Control
 from .host import BWRAP, real_root, state_root
 from .limits import SandboxUnavailable
 from .mounts import probe_mount
-from . import userns
 
 LEVELS = ("cgroup2", "cgroup1", "job", "none")
 CGROUP_LEVELS = ("cgroup2", "cgroup1")
@@ -89,6 +89,32 @@ def sandbox_problem() -> tuple[str, str] | None:
     return None
 
 
+_controls: dict[str, Control] = {}
+_made = threading.Lock()
+
+
+def control_for(level: str) -> Control:
+    """The one Control of `level` in this process (made, and its process-wide set-up done, once)."""
+    with _made:
+        if level not in _controls:
+            if level == "cgroup1":
+                from .cgroup_v1 import V1Control as cls
+            elif level == "cgroup2":
+                from .cgroup_v2 import V2Control as cls
+            elif level == "job":
+                from .job import JobControl as cls
+            else:
+                raise ValueError(f"no resource control for level {level!r}")
+            _controls[level] = cls()
+        return _controls[level]
+
+
+def controls() -> list[Control]:
+    """Every Control this process has made."""
+    with _made:
+        return list(_controls.values())
+
+
 def probe() -> Probe:
     """Which level this process can run, and for every better one why not."""
     found = Probe("none")
@@ -98,7 +124,6 @@ def probe() -> Probe:
             found.why_not[level] = problem
         return found
     from . import cgroup_v1, cgroup_v2
-    from .control import control_for
 
     if cgroup_v2.unified():
         try:
@@ -122,47 +147,5 @@ def probe() -> Probe:
     return found
 
 
-def choose(request: str = "auto") -> str:
-    """The level a run uses for `request` (see the module docstring); SandboxUnavailable names what is missing."""
-    if request not in REQUESTS and request not in LEVELS:
-        raise ValueError(f"isolation must be one of {', '.join(REQUESTS)} (or exactly {', '.join(LEVELS)})")
-    if request == "none":
-        return "none"
-    found = probe()
-    if request in ("job", *CGROUP_LEVELS):
-        if request in found.why_not:
-            raise unavailable(found, request)
-        return request
-    if found.best in CGROUP_LEVELS:
-        return found.best
-    raise unavailable(found, "cgroup")
-
-
-def unavailable(found: Probe, wanted: str) -> SandboxUnavailable:
-    """The refusal: what is missing for `wanted`, what this machine does give, and the ways forward."""
-    from .doctor import fixes
-
-    reasons = [found.why_not[level] for level in (CGROUP_LEVELS if wanted == "cgroup" else (wanted,))
-               if level in found.why_not]
-    en = "; ".join(dict.fromkeys(r[0] for r in reasons))
-    zh = "；".join(dict.fromkeys(r[1] for r in reasons))
-    lines = [f"{en} / {zh}",
-             f"这台机器上能用的最高隔离级别 / the best level here: {found.best}（{NAME_ZH[found.best]}）"]
-    lines += fixes(found)
-    return SandboxUnavailable("\n".join(lines))
-
-
-def refusal(exc: SandboxUnavailable) -> str:
-    """What `make grade` says when it grades nothing: what is missing and the ways forward."""
-    return (f"无法启动评分沙箱，没有评分 / cannot start the grading sandbox, nothing graded:\n{exc}\n"
-            "（python -m grader doctor 列出每一项保证；在不支持的机器上可以显式选择较低的级别：--isolation=job，"
-            "或者 --isolation=none / --unsafe-no-sandbox：学生代码将不受隔离，报告里会写明）")
-
-
-def check_available(request: str = "auto") -> str:
-    """The level `request` gives here, or SandboxUnavailable saying what is missing."""
-    return choose(request)
-
-
-__all__ = ["LEVELS", "CGROUP_LEVELS", "REQUESTS", "NAME_ZH", "Probe", "probe", "choose", "check_available", "refusal",
-           "sandbox_problem", "userns"]
+__all__ = ["LEVELS", "CGROUP_LEVELS", "REQUESTS", "NAME_ZH", "Probe", "probe", "sandbox_problem", "control_for",
+           "controls", "state_root"]

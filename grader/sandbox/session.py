@@ -19,10 +19,11 @@ from jupyter_client import AsyncKernelManager
 from jupyter_client.kernelspec import KernelSpec
 
 from .bwrap import LAUNCHER, CPU_HARD_GRACE_S, common_bind_args, env_args, font_cache, python_layout
-from .control import Control, control_for
+from .control import Control
 from .host import (BWRAP, INNER_HOME, INNER_IPYTHONDIR, INNER_MPLCONFIGDIR, INNER_PACKAGE_ROOT, INNER_WORKDIR,
                    counter, live_sessions, lock, state_root)
-from .levels import choose
+from .doctor import choose
+from .levels import control_for
 from .limits import SandboxLimits, SandboxUnavailable, SessionReport
 from .mounts import LABEL_PREFIX, mount_capped, unmount
 

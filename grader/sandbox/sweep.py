@@ -5,7 +5,7 @@ import os
 import shutil
 from pathlib import Path
 
-from .control import control_for, controls
+from .levels import control_for, controls
 from .host import PROCESS_DIR_NAME, SESSION_NAME, live_sessions, lock, pid_alive, state_root
 from .mounts import capped_mounts, unmount
 
