@@ -206,7 +206,7 @@ import os as _os
 if _os.fork() == 0:
     _os.setsid()
     if _os.fork() == 0:
-        _os.execvp("sleep", ["sleep", "1001", "{mark}"])
+        _os.execvp("sleep", ["sleep", "1001"])
     _os._exit(0)
 """
 PIPE_HOLDER = """\
@@ -249,7 +249,7 @@ import subprocess as _sp
 _kids = []
 for _ in range(100):
     try:
-        _kids.append(_sp.Popen(["sleep", "1000", "{mark}"]))
+        _kids.append(_sp.Popen(["sleep", "1000"]))
     except Exception as _exc:
         print("stopped at", len(_kids), type(_exc).__name__)
         break

@@ -36,7 +36,7 @@ from grader.pipeline import grade
 from grader.sandbox import SandboxLimits
 
 A = "ex1_format_reward"
-MARK = "agentrl-v2-lane-marker"
+MARK = "1000.4242424242"   # a sleep that long: what a survivor would be (a valid interval for `sleep`)
 USER, NODELEG = 4242, 4243
 MEMORY_MB = 512           # the hog reaches it sooner under emulation than the default 2048
 TIMEOUT = 300             # a cell, and a kernel's start, under software emulation
@@ -68,12 +68,12 @@ for _ in range(100):
         print("stopped at", len(_kids), type(_exc).__name__)
         break
     if _pid == 0:
-        _os.execvp("sleep", ["sleep", "1000", "{MARK}"])
+        _os.execvp("sleep", ["sleep", "{MARK}"])
     _kids.append(_pid)
 if _os.fork() == 0:
     _os.setsid()
     if _os.fork() == 0:
-        _os.execvp("sleep", ["sleep", "1001", "{MARK}"])
+        _os.execvp("sleep", ["sleep", "{MARK}"])
     _os._exit(0)
 """
 
@@ -184,7 +184,7 @@ def lane(tmp_path_factory):
     _write(shared / "jobclass", JOB_CLASS)
     here = tmp_path_factory.mktemp("v1-here")
     script = SCRIPT.format(repo=shlex.quote(str(guest.ROOT)), python=shlex.quote(str(guest.VENV / "bin" / "python")),
-                           shared=shlex.quote(str(shared)), mark_re=MARK.replace("-", "[-]", 1), a=A, user=USER,
+                           shared=shlex.quote(str(shared)), mark_re=MARK.replace(".", "[.]", 1), a=A, user=USER,
                            nodeleg=NODELEG, memory=MEMORY_MB, timeout=TIMEOUT)
     limits = SandboxLimits(memory_mb=MEMORY_MB)
     with ThreadPoolExecutor(1) as pool:
