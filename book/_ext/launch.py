@@ -13,13 +13,17 @@ address would lead nowhere, so the build leaves it out and says which address to
 The notice is printed, not a Sphinx warning: `make book` builds with -W, and an unset address is a fact about
 this copy, not a fault of the build.
 
+A MyST-markdown notebook page keeps its .ipynb download without launch buttons (keep_notebook_download).
+
 Downloads: the header's notebook links (the student notebook, the page's own notebook, the zip of all student
-notebooks) carry the `download` attribute, so a site read from disk saves the file instead of opening its JSON.
+notebooks) carry the `download` attribute, so a served site saves the file instead of opening its JSON. (Chromium
+ignores the attribute on a page read from disk, file://: there a .ipynb still opens as JSON in a new tab.)
 The theme's link macro has no such parameter; the attribute is added to the written pages (mark_downloads).
 """
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 from sphinx.util import logging
@@ -86,6 +90,23 @@ def say_what_is_unset(app, exception) -> None:
         LOGGER.info(bold(red(message)))
 
 
+def keep_notebook_download(app, pagename, templatename, context, doctree) -> None:
+    """html-page-context, before the theme's header buttons (priority 501): a MyST-markdown notebook page
+    (book/frameworks.md) offers its executed notebook as .ipynb. sphinx-book-theme copies that notebook to _sources/
+    only while it builds launch buttons; with none left for the page (unset addresses), do the same here."""
+    if not context.get("sourcename", "").endswith((".md", ".md.txt")) or context.get("ipynb_source"):
+        return
+    if "kernelspec" not in app.env.metadata.get(pagename, {}):
+        return
+    executed = Path(app.outdir).parent / "jupyter_execute" / f"{pagename}.ipynb"
+    if not executed.is_file():
+        return
+    target = Path(app.outdir) / "_sources" / f"{pagename}.ipynb"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(executed, target)
+    context["ipynb_source"] = f"{pagename}.ipynb"
+
+
 def _with_download(page: str) -> str:
     """Every header link of DOWNLOAD_LABELS with a download attribute (once)."""
     def add(match: re.Match) -> str:
@@ -109,5 +130,6 @@ def mark_downloads(app, exception) -> None:
 
 def setup(app) -> None:
     app.connect("config-inited", keep_working_launch_buttons)
+    app.connect("html-page-context", keep_notebook_download, priority=500)
     app.connect("build-finished", mark_downloads)
     app.connect("build-finished", say_what_is_unset, priority=900)
