@@ -46,13 +46,16 @@ import os
 import subprocess
 import sys
 
-# 课程网站的地址（_config.yml 的 html.baseurl）
+# 课程网站的地址（_config.yml 的 html.baseurl；空的：这一份课程还没有发布网站）
 COURSE_SITE = os.environ.get("AGENTRL_COURSE_SITE", {site!r})
 AGENTRL_REF_VERSION = {version!r}
 try:
     _installed = importlib.metadata.version("agentrl-ref")
 except importlib.metadata.PackageNotFoundError:
     _installed = None
+if _installed != AGENTRL_REF_VERSION and not COURSE_SITE:
+    raise RuntimeError("没有装课程包 agentrl_ref，这一份课程也还没有设置课程网站（_config.yml 的 html.baseurl），"
+                       "没法从网站安装：在课程仓库里运行 make lab，或者 pip install 课程仓库。")
 if _installed != AGENTRL_REF_VERSION:
     _wheel = f"{{COURSE_SITE}}dist/agentrl_ref-{{AGENTRL_REF_VERSION}}-py3-none-any.whl"
     print(f"正在安装课程包：{{_wheel}}")
@@ -68,8 +71,8 @@ def course_settings(root: Path = ROOT) -> tuple[str, str]:
     import yaml
 
     config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
-    site = config["html"]["baseurl"]
-    if not site.endswith("/"):
+    site = config["html"]["baseurl"] or ""  # "": not published yet (the setup cell then says so)
+    if site and not site.endswith("/"):
         raise ValueError(f"_config.yml html.baseurl must end with '/', got {site!r}")
     version = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
     return site, version
