@@ -121,7 +121,7 @@ def boot(script: str, shared: Path, timeout: float = 600, cpus: int = 2) -> subp
     driver.write_text(PRELUDE.format(hide=hide, base=BASE, venv=VENV) + script, encoding="utf-8")
     cmd = [str(VNG), "--disable-kvm", "--force-9p", "--disk", str(image()), "--rwdir", str(shared),
            "--run", str(kernel()), "--user", "root", "--memory", GUEST_MEMORY, "--cpus", str(cpus),
-           "--qemu-opts", f"-cpu {GUEST_CPU}",
+           f"--qemu-opts=-cpu {GUEST_CPU}",
            "--exec", f"sh {driver}"]
     env = {**os.environ, "PATH": f"{VENV / 'bin'}:{os.environ.get('PATH', '')}"}
     return subprocess.run(cmd, cwd=shared, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
