@@ -149,7 +149,8 @@ def main() -> None:
         runs = [_this("this commit, sandboxed", root, tmp / "this", jobs=args.jobs)]
         runs += [_base(rev, root, tmp / f"out-{rev}", args.jobs, tmp) for rev in args.base]
         if not args.no_unsandboxed:
-            runs.append(_this("this commit, --unsafe-no-sandbox", root, tmp / "unsafe", jobs=args.jobs, isolation="none"))
+            runs.append(_this("this commit, --unsafe-no-sandbox", root, tmp / "unsafe", jobs=args.jobs,
+                              isolation="none"))
         if args.shards:
             runs += [r for r in [_slurm(args.shards, root, tmp / "sharded", tmp)] if r]
         this = runs[0]

@@ -207,7 +207,8 @@ def lane(tmp_path_factory):
 
 def _read(lane, name: str) -> str:
     path = lane["shared"] / name
-    assert path.exists(), f"{name} missing; guest said:\n{lane['result'].stdout[-3000:]}\n{lane['result'].stderr[-3000:]}"
+    said = f"{lane['result'].stdout[-3000:]}\n{lane['result'].stderr[-3000:]}"
+    assert path.exists(), f"{name} missing; guest said:\n{said}"
     return path.read_text(encoding="utf-8")
 
 
