@@ -25,7 +25,8 @@ The parts, one file each:
     bwrap.py      the bubblewrap command: namespaces, the read-only file system, the environment, fonts
     host.py       paths and state shared by every sandbox of this host (private folders, live sessions)
     limits.py     SandboxLimits (what a session may use) and SessionReport (what it used, why it died)
-    session.py    Sandbox, Session and the kernel manager nbclient drives
+    session.py    Sandbox (shared by sessions) and Session (one kernel run: enter, kill, clean up, report)
+    kernel.py     the kernel manager nbclient drives: it launches the session's command in the sandbox
     sweep.py      clean-up after crashed graders
 
 How it works
@@ -75,12 +76,14 @@ from .host import INNER_HOME, INNER_IPYTHONDIR, INNER_PACKAGE_ROOT, INNER_WORKDI
 from .levels import CGROUP_LEVELS, LEVELS, NAME_ZH, REQUESTS, controls, probe
 from .limits import SandboxLimits, SandboxUnavailable, SessionReport
 from .mounts import capped_mounts
-from .session import Sandbox, SandboxKernelManager, Session
+from .kernel import SandboxKernelManager
+from .session import Sandbox, Session
 from .sweep import sweep_stale
 
 __all__ = [
     "SandboxUnavailable", "SandboxLimits", "SessionReport", "Sandbox", "Session", "SandboxKernelManager",
-    "check_available", "choose", "probe", "controls", "refusal", "sweep_stale", "capped_mounts", "doctor_report", "level_table",
+    "check_available", "choose", "probe", "controls", "refusal", "sweep_stale", "capped_mounts", "doctor_report",
+    "level_table",
     "LEVELS", "CGROUP_LEVELS", "NAME_ZH", "REQUESTS", "INNER_HOME", "INNER_IPYTHONDIR", "INNER_PACKAGE_ROOT",
     "INNER_WORKDIR",
 ]
