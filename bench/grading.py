@@ -10,7 +10,8 @@ untouched release or a realistic wrong answer (tests/class_builder.py). It is gr
   side: same class, same machine, same minutes);
 - by this commit with --unsafe-no-sandbox (the sandbox's own cost);
 - by this commit as --shards shards on a real single-node Slurm cluster (tests/slurm_cluster.py), into a
-  private PostgreSQL gradebook, then the report job: the price of splitting, in CPU seconds.
+  private PostgreSQL gradebook (tests/postgres_server.py), then the report job: the price of splitting, in
+  CPU seconds.
 
 Every way must give the same grades.csv. CPU seconds are the grader's own (all its threads) plus every
 sandbox's (cgroup cpuacct), so `core-seconds per notebook` is what sizes a cluster.
@@ -35,8 +36,8 @@ from class_builder import write_class
 from course import ASSIGNMENTS
 
 from grader.course import ROOT
-from grader.pipeline import grade
-from grader.postgres import local_postgres
+from grader.grade.pipeline import grade
+from postgres_server import local_postgres
 
 TARGET_TOTAL_S = 300          # 30 x 7 sandboxed, end to end
 TARGET_BASE_RATIO = 1.05      # a change may cost at most 5% against its base
@@ -149,7 +150,8 @@ def main() -> None:
         runs = [_this("this commit, sandboxed", root, tmp / "this", jobs=args.jobs)]
         runs += [_base(rev, root, tmp / f"out-{rev}", args.jobs, tmp) for rev in args.base]
         if not args.no_unsandboxed:
-            runs.append(_this("this commit, --unsafe-no-sandbox", root, tmp / "unsafe", jobs=args.jobs, isolation="none"))
+            runs.append(_this("this commit, --unsafe-no-sandbox", root, tmp / "unsafe", jobs=args.jobs,
+                              isolation="none"))
         if args.shards:
             runs += [r for r in [_slurm(args.shards, root, tmp / "sharded", tmp)] if r]
         this = runs[0]

@@ -33,10 +33,10 @@ import pytest
 from course import (
     ROOT, execution_time, filled, mutated_fills, mutations, reference_fills, solution_lines, student_notebook,
 )
-from grader.pipeline import grade
+from grader.grade.pipeline import grade
 from notebook_fuzz import FILE_KINDS, ODD_NAMES, make_file, mutate_json
-from grader.report import csv_text
-from grader.submissions import printable
+from grader.grade.report import csv_text
+from grader.grade.submissions import printable
 
 A = "ex1_format_reward"
 MARK = "agentrl-attack-marker"  # in every process an attacker starts, to find survivors
@@ -686,7 +686,7 @@ def test_report_says_the_sandbox_was_on(attacked):
 
 
 def test_no_sandbox_is_refused_unless_asked(tmp_path, monkeypatch):
-    import grader.pipeline as pipeline
+    import grader.grade.pipeline as pipeline
     from grader.sandbox import SandboxUnavailable
 
     def unavailable(request):
@@ -714,7 +714,7 @@ def test_unsafe_mode_says_so_and_still_judges_outside(tmp_path):
 
 
 def test_postgres_gradebook_has_a_random_password_never_on_a_command_line():
-    from grader.postgres import local_postgres
+    from postgres_server import local_postgres
 
     with local_postgres() as db_url:
         password = db_url.split(":")[2].split("@")[0]
@@ -739,9 +739,9 @@ ANSWER_MODULE = {"ex1_format_reward": "format_reward.py", "ex2_verifiable_reward
 def test_grading_package_holds_no_answer(assignment, tmp_path):
     """The copy of agentrl_ref a grading kernel sees: never the assignment's own answer, never the cloze
     cards (every answer is in them), always the checks."""
-    import grader.execute as execute
+    from grader.grade.package import grading_package
 
-    root = execute.grading_package(assignment, tmp_path) / "agentrl_ref"
+    root = grading_package(assignment, tmp_path) / "agentrl_ref"
     files = {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
     assert ANSWER_MODULE[assignment] not in files
     assert "teaching/cloze_snippets.json" not in files
@@ -811,7 +811,7 @@ def test_hidden_inputs_never_reach_the_feedback(attacked):
 def test_a_visible_verdict_never_quotes_a_hidden_string(attacked):
     """The function that hands hidden inputs back through a visible test: its verdicts say a value was not
     shown, and no verdict the feedback carries holds a hidden string (or eight characters in a row of one)."""
-    from grader.redact import Redactor, hidden_strings
+    from grader.grade.redact import Redactor, hidden_strings
     from course import source_notebook
 
     redactor = Redactor(hidden_strings(source_notebook(A)))

@@ -32,7 +32,7 @@ import pytest
 
 import guest
 from course import filled, reference_fills, student_notebook
-from grader.pipeline import grade
+from grader.grade.pipeline import grade
 from grader.sandbox import SandboxLimits
 
 A = "ex1_format_reward"
@@ -204,7 +204,8 @@ def lane(tmp_path_factory):
 
 def _read(lane, name: str) -> str:
     path = lane["shared"] / name
-    assert path.exists(), f"{name} missing; guest said:\n{lane['result'].stdout[-3000:]}\n{lane['result'].stderr[-3000:]}"
+    result = lane["result"]
+    assert path.exists(), f"{name} missing; guest said:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     return path.read_text(encoding="utf-8")
 
 

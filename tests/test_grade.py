@@ -13,7 +13,7 @@ import nbformat
 import pytest
 
 from course import filled, reference_fills, student_notebook
-from grader.pipeline import grade
+from grader.grade.pipeline import grade
 
 A = "ex1_format_reward"
 

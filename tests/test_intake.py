@@ -19,11 +19,11 @@ from course import (
     ASSIGNMENTS, SOURCE, filled, reference_fills, solution_lines, source_notebook, student_notebook,
 )
 from notebook_fuzz import ODD_NAMES, make_file, mutate_json
-from grader.prepare import read_notebook, repair
-from grader.report import csv_text, md_text
-from grader.sanitize import clean_html, inert_markdown, inert_output
-from grader.submissions import collect, id_problem, printable
-from grader.verdict import difference
+from grader.grade.prepare import read_notebook, repair
+from grader.grade.report import csv_text, md_text
+from grader.grade.sanitize import clean_html, inert_markdown, inert_output
+from grader.grade.submissions import collect, id_problem, printable
+from grader.grade.verdict import difference
 
 A = "ex1_format_reward"
 
@@ -83,7 +83,7 @@ def test_a_deleted_answer_never_brings_the_answer_back():
 
 def _intake(text: str):
     """What prepare does short of writing: read, validate, rebuild, make ready for grading."""
-    from grader.prepare import for_grading
+    from grader.grade.prepare import for_grading
 
     nb = read_notebook(text.encode("utf-8", "surrogatepass"))
     fixed, notes = repair(nb, _release(A), source_notebook(A))
@@ -306,7 +306,7 @@ def test_a_visible_verdict_never_quotes_a_hidden_string_or_eight_characters_of_o
     """A student's value that carries a hidden test's string (whole, or any eight characters of it in a row,
     anywhere in the value) is named by its kind, never quoted; the expected value still is."""
     from course import source_notebook
-    from grader.redact import Redactor, hidden_strings
+    from grader.grade.redact import Redactor, hidden_strings
 
     hidden = hidden_strings(source_notebook(A))
     long = [h for h in hidden if len(h) >= 8]

@@ -19,10 +19,10 @@ import sys
 import pytest
 
 from class_builder import write_class
+from grader.cluster.shards import Shard, shard_of
 from grader.course import COURSE_ID, ROOT
-from grader.pipeline import grade, report
-from grader.postgres import local_postgres
-from grader.shards import Shard, shard_of
+from grader.grade.pipeline import grade, report
+from postgres_server import local_postgres
 from slurm_cluster import available, job_states, local_slurm, wait_for_jobs
 
 A = "ex1_format_reward"

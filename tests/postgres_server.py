@@ -1,7 +1,7 @@
-"""A throw-away local PostgreSQL server for parallel grading (tests, benchmarks, one-off classes).
+"""A throw-away local PostgreSQL server for the tests and benchmarks of sharded grading (a shared gradebook).
 
     with local_postgres() as db_url:
-        grade(submissions, out, db_url=db_url, jobs=os.cpu_count())
+        grade(submissions, out, db_url=db_url, shard=Shard(0, 2))
 
 Uses Debian's `postgresql` package binaries. PostgreSQL refuses to run as root, so as root the
 server runs as the `postgres` user. Listens on 127.0.0.1 only, on a free port, in a temporary
