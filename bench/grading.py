@@ -103,27 +103,21 @@ def _same(run: dict, this: dict) -> str:
 
 
 def _slurm(shards: int, root: Path, out: Path, tmp: Path) -> dict:
-    from slurm_cluster import available, local_slurm, wait_for_jobs
+    from slurm_cluster import available, local_slurm, submit_shards, wait_for_jobs
 
     if available():
         print(f"  no Slurm shards: {available()}", file=sys.stderr)
         return {}
     with local_postgres() as db_url, local_slurm(cpus=os.cpu_count() or 2) as slurm:
-        url_file = tmp / "db-url"
-        url_file.write_text(db_url)
-        url_file.chmod(0o600)
-        env = {**slurm, "AGENTRL_COURSE": str(ROOT), "SUBMISSIONS": str(root), "OUT": str(out),
-               "AGENTRL_DB_URL_FILE": str(url_file)}
         started = time.perf_counter()
-        ids = subprocess.run([str(ROOT / "grader/cluster/slurm/submit.sh"), str(shards), "--cpus-per-task=1",
-                              f"--chdir={tmp}"], env=env, capture_output=True, text=True, check=True).stdout
+        ids = submit_shards(slurm, shards, root, out, db_url, tmp)
         wait_for_jobs(slurm, seconds=3600)
         wall = time.perf_counter() - started
     cpu = 0.0
     for manifest in (out / "shards").glob("*/manifest.json"):
         timings = json.loads(manifest.read_text(encoding="utf-8"))["timings"]
         cpu += timings["grader_cpu"] + timings["kernel_cpu"]
-    print(f"  {shards} Slurm shards (jobs {ids.split()}): {wall:.0f} s, {cpu:.0f} CPU-s", file=sys.stderr)
+    print(f"  {shards} Slurm shards (jobs {list(ids)}): {wall:.0f} s, {cpu:.0f} CPU-s", file=sys.stderr)
     return {"label": f"{shards} shards on Slurm (1 core each) + report", "wall": wall, "cpu": cpu,
             "grades": out / "grades.csv", "cpu_note": "shards only"}
 

@@ -16,10 +16,11 @@ import glob
 import os
 import secrets
 import shutil
-import socket
 import subprocess
 import tempfile
 from pathlib import Path
+
+from ports import free_port
 
 
 def _bindir() -> Path:
@@ -27,12 +28,6 @@ def _bindir() -> Path:
     if not found:
         raise RuntimeError("PostgreSQL not found: apt-get install postgresql (see .ci/run)")
     return Path(found[-1]).parent
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextlib.contextmanager
@@ -44,7 +39,7 @@ def local_postgres(database: str = "gradebook"):
     folder = Path(tempfile.mkdtemp(prefix="agentrl-pg-", dir="/tmp"))
     if as_root:
         shutil.chown(folder, "postgres", "postgres")
-    data, port = folder / "data", _free_port()
+    data, port = folder / "data", free_port()
 
     password = secrets.token_urlsafe(24)
     pwfile = folder / "pwfile"
