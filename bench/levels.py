@@ -84,7 +84,8 @@ def _guest(root: Path, jobs: int, repeat: int) -> dict[str, list[dict]]:
         shared.chmod(0o755)
         subprocess.run(["cp", "-r", str(root), str(shared / "class")], check=True)
         (shared / "run.py").write_text(GUEST_RUN)
-        script = GUEST_SCRIPT.format(repo=shlex.quote(str(guest.ROOT)), python=shlex.quote(str(guest.VENV / "bin/python")),
+        script = GUEST_SCRIPT.format(repo=shlex.quote(str(guest.ROOT)),
+                                     python=shlex.quote(str(guest.VENV / "bin/python")),
                                      shared=shlex.quote(str(shared)), jobs=jobs, repeat=repeat)
         result = guest.boot(script, shared, timeout=7200)
         found: dict[str, list[dict]] = {}
@@ -92,7 +93,8 @@ def _guest(root: Path, jobs: int, repeat: int) -> dict[str, list[dict]]:
             for i in range(1, repeat + 1):
                 path = shared / f"{level}-{i}.json"
                 if not path.exists():
-                    sys.exit(f"the guest's {level} run {i} left no result:\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}")
+                    sys.exit(f"the guest's {level} run {i} left no result:\n{result.stdout[-2000:]}\n"
+                             f"{result.stderr[-2000:]}")
                 found.setdefault(level, []).append(json.loads(path.read_text()))
         return found
 

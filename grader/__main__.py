@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
-    grade = commands.add_parser("grade", help="autograde a folder of hand-ins (see grader/pipeline.py)")
+    grade = commands.add_parser("grade", help="autograde a folder of hand-ins (see grader/grade/pipeline.py)")
     grade.add_argument("submissions", type=Path)
     grade.add_argument("--out", type=Path, default=Path("grading-output"))
     grade.add_argument("--jobs", type=int, default=None, help="notebooks executed at a time (default: 2)")
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     merge.add_argument("--out", type=Path, default=Path("grading-output"))
     _gradebook_options(merge)
 
-    from grader import release
+    from grader.publish import release
 
     release.add_arguments(commands.add_parser("release", help="instructor notebooks -> notebooks/ and book/"))
 
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         userns.enter(["-m", "grader", *sys.argv[1:]])
     if args.command == "grade":
         from grader.sandbox import SandboxLimits
-        from grader.shards import Shard
+        from grader.cluster.shards import Shard
 
         try:
             shard = Shard.parse(args.shard) if args.shard else None
@@ -86,12 +86,12 @@ def main(argv: list[str] | None = None) -> int:
             choose(isolation)           # refuse before the grading machinery is even imported
         except SandboxUnavailable as exc:
             raise SystemExit(refusal(exc)) from None
-        from grader.pipeline import grade as run
+        from grader.grade.pipeline import grade as run
 
         run(args.submissions, args.out, args.cell_timeout, args.notebook_timeout, _db_url(args), args.jobs,
             isolation=isolation, limits=limits, shard=shard)
     elif args.command == "report":
-        from grader.pipeline import report
+        from grader.grade.pipeline import report
 
         url = _db_url(args)
         if not url:

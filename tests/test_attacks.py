@@ -18,7 +18,6 @@ import base64
 import html
 import copy
 import csv
-import hashlib
 import os
 import random
 import socket
@@ -33,10 +32,12 @@ import pytest
 from course import (
     ROOT, execution_time, filled, mutated_fills, mutations, reference_fills, solution_lines, student_notebook,
 )
-from grader.pipeline import grade
+from file_tricks import FILE_TRICKS, make_file_tricks
+from fingerprint import fingerprint
+from grader.grade.pipeline import grade
+from grader.grade.report import csv_text
+from grader.grade.submissions import printable
 from notebook_fuzz import FILE_KINDS, ODD_NAMES, make_file, mutate_json
-from grader.report import csv_text
-from grader.submissions import printable
 
 A = "ex1_format_reward"
 MARK = "agentrl-attack-marker"  # in every process an attacker starts, to find survivors
@@ -406,17 +407,9 @@ class FileAttack:
     score: str = "zero"    # zero | full (a name that is odd but allowed is graded as usual)
 
 
-FILE_ATTACKS = {
-    "link-to-source": FileAttack(("link-to-source", A), "invalid", "符号链接"),
-    "link-to-classmate": FileAttack(("link-to-classmate", A), "invalid", "符号链接"),
-    "hardlink-to-source": FileAttack(("hardlink-to-source", A), "invalid", "讲师答案"),
-    "hardlink-twin-a": FileAttack(("hardlink-twin-a", A), "conflict", "硬链接"),
-    "hardlink-twin-b": FileAttack(("hardlink-twin-b", A), "conflict", "硬链接"),
-    "fifo-notebook": FileAttack(("fifo-notebook", A), "invalid", "命名管道"),
-    "folder-named-like-notebook": FileAttack(("folder-named-like-notebook", A), "invalid", "文件夹"),
-    "student-folder-link": FileAttack(("student-folder-link", ""), "invalid", "符号链接"),
-    "assignment-folder-link": FileAttack(("assignment-folder-link", A), "invalid", "应该是作业文件夹"),
-    "two-files": FileAttack(("two-files", A), "conflict", "2 个文件"),
+FILE_ATTACKS = {   # the file tricks (tests/file_tricks.py), and names a spreadsheet or a terminal would run
+    **{student: FileAttack((student, A if trick.of_assignment else ""), trick.status, trick.note)
+       for student, trick in FILE_TRICKS.items()},
     "bell\x07name": FileAttack(("bell\\x07name", A), "invalid", "控制字符"),
     "=2+5": FileAttack(("'=2+5", A), "ok", "", score="full"),
     "@SUM(1+1)": FileAttack(("'@SUM(1+1)", A), "ok", "", score="full"),
@@ -425,25 +418,10 @@ FILE_ATTACKS = {
 
 def _make_file_attacks(root: Path) -> None:
     reference = nbformat.writes(_base("reference"))
-    source = ROOT / "grader" / "source" / A / f"{A}.ipynb"
-
-    def at(student: str) -> Path:
-        return root / student / A / f"{A}.ipynb"
-
-    make_file(at("link-to-source"), "", "symlink", other=source)
-    make_file(at("link-to-classmate"), "", "symlink", other=at("control-reference"))
-    make_file(at("hardlink-to-source"), "", "hardlink", other=source)
-    make_file(at("hardlink-twin-a"), reference, "file")
-    make_file(at("hardlink-twin-b"), "", "hardlink", other=at("hardlink-twin-a"))
-    make_file(at("fifo-notebook"), "", "fifo")
-    make_file(at("folder-named-like-notebook"), "", "directory")
-    os.symlink(root / "control-reference", root / "student-folder-link")
-    (root / "assignment-folder-link").mkdir()
-    os.symlink(root / "control-reference" / A, root / "assignment-folder-link" / A)
-    make_file(at("two-files"), reference, "file")
-    make_file(root / f"two-files_{A}.ipynb", nbformat.writes(_base("untouched")), "file")
+    make_file_tricks(root, A, reference, honest=root / "control-reference",
+                     instructor=ROOT / "grader" / "source" / A / f"{A}.ipynb")
     for student in ("bell\x07name", "=2+5", "@SUM(1+1)"):
-        make_file(at(student), reference, "file")
+        make_file(root / student / A / f"{A}.ipynb", reference, "file")
 
 
 FUZZ_FILES = 14   # randomly damaged hand-ins in the class, seeded (the same class on every run)
@@ -532,15 +510,6 @@ def _attacked(attack: Attack, paths: dict) -> str:
     return nbformat.writes(nb)
 
 
-def _fingerprint(*roots: Path) -> dict[str, str]:
-    out = {}
-    for root in roots:
-        for p in sorted(root.rglob("*")):
-            if p.is_file() and "__pycache__" not in p.parts:
-                out[str(p)] = hashlib.sha256(p.read_bytes()).hexdigest()
-    return out
-
-
 def _survivors() -> list[str]:
     found = []
     for proc in Path("/proc").iterdir():
@@ -594,7 +563,7 @@ def attacked(tmp_path_factory):
     _make_file_attacks(root)
     fuzzed = _make_fuzz_files(root)
     guarded = [ROOT / "agentrl_ref", ROOT / "grader", root]
-    before = _fingerprint(*guarded)
+    before = fingerprint(*guarded)
     home_before = sorted(os.listdir(Path.home()))
     try:
         grade(root, out, cell_timeout=15, notebook_timeout=90)
@@ -657,7 +626,7 @@ def test_nothing_outlives_the_run(attacked):
 
 
 def test_originals_repo_and_grader_are_untouched(attacked):
-    after = _fingerprint(*attacked["guarded"])
+    after = fingerprint(*attacked["guarded"])
     changed = sorted(set(after.items()) ^ set(attacked["before"].items()))
     assert not changed, changed
 
@@ -686,7 +655,7 @@ def test_report_says_the_sandbox_was_on(attacked):
 
 
 def test_no_sandbox_is_refused_unless_asked(tmp_path, monkeypatch):
-    import grader.pipeline as pipeline
+    import grader.grade.pipeline as pipeline
     from grader.sandbox import SandboxUnavailable
 
     def unavailable(request):
@@ -714,7 +683,7 @@ def test_unsafe_mode_says_so_and_still_judges_outside(tmp_path):
 
 
 def test_postgres_gradebook_has_a_random_password_never_on_a_command_line():
-    from grader.postgres import local_postgres
+    from postgres_server import local_postgres
 
     with local_postgres() as db_url:
         password = db_url.split(":")[2].split("@")[0]
@@ -739,9 +708,9 @@ ANSWER_MODULE = {"ex1_format_reward": "format_reward.py", "ex2_verifiable_reward
 def test_grading_package_holds_no_answer(assignment, tmp_path):
     """The copy of agentrl_ref a grading kernel sees: never the assignment's own answer, never the cloze
     cards (every answer is in them), always the checks."""
-    import grader.execute as execute
+    from grader.grade.package import grading_package
 
-    root = execute.grading_package(assignment, tmp_path) / "agentrl_ref"
+    root = grading_package(assignment, tmp_path) / "agentrl_ref"
     files = {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
     assert ANSWER_MODULE[assignment] not in files
     assert "teaching/cloze_snippets.json" not in files
@@ -811,7 +780,7 @@ def test_hidden_inputs_never_reach_the_feedback(attacked):
 def test_a_visible_verdict_never_quotes_a_hidden_string(attacked):
     """The function that hands hidden inputs back through a visible test: its verdicts say a value was not
     shown, and no verdict the feedback carries holds a hidden string (or eight characters in a row of one)."""
-    from grader.redact import Redactor, hidden_strings
+    from grader.grade.redact import Redactor, hidden_strings
     from course import source_notebook
 
     redactor = Redactor(hidden_strings(source_notebook(A)))

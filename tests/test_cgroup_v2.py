@@ -34,7 +34,7 @@ import pytest
 
 import guest
 from course import filled, reference_fills, student_notebook
-from grader.pipeline import grade
+from grader.grade.pipeline import grade
 from grader.sandbox import SandboxLimits
 
 A = "ex1_format_reward"

@@ -32,7 +32,7 @@ from agentrl_ref.frameworks import (completion_text, compute_score, make_trl_com
                                     make_verl_compute_score, trl_accuracy_reward, trl_composite_reward,
                                     trl_format_reward)
 from course import ROOT
-from grader import release
+from grader.publish import release
 
 GOOD = "<think>3+5=8</think><answer>\\boxed{8}</answer>"
 TEXTS = [GOOD, "8", "<think>x</think><answer>\\boxed{9}</answer>", "", "<think>" * 50]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -20,18 +19,13 @@ from pathlib import Path
 import pytest
 
 from course import ROOT, filled, mutated_fills, mutations, reference_fills
+from ports import free_port
 
 TOKEN = "agentrl-test"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _lab(folder: str | Path, student: bool, tmp_path: Path):
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"), "HOME": str(tmp_path)}
     if student:
         env["JUPYTER_CONFIG_PATH"] = str(ROOT / "grader" / "student-lab")

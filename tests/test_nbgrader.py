@@ -15,7 +15,7 @@ import nbformat
 import pytest
 
 from course import ASSIGNMENTS, ROOT, filled, mutated_fills, mutations, reference_fills, student_notebook
-from grader.pipeline import grade
+from grader.grade.pipeline import grade
 
 MUTATION_TABLE: list[str] = []  # printed at the end of the run by conftest.pytest_terminal_summary
 
@@ -117,14 +117,14 @@ def test_plain_nbgrader_autograde_in_the_course_folder_is_sandboxed_and_judged_o
 
 
 def test_the_gradebooks_alembic_revision_is_what_nbgrader_asks_alembic_for():
-    """grader.gradebook answers nbgrader's get_alembic_version in-process (it would start `alembic heads` for
+    """grader.grade.gradebook answers nbgrader's get_alembic_version in-process (it would start `alembic heads` for
     every new gradebook): the same revision the alembic command gives."""
     import nbgrader.api
     import nbgrader.dbutil
-    import grader.gradebook
+    from grader.grade.gradebook import alembic_head
 
-    assert nbgrader.api.get_alembic_version is grader.gradebook.alembic_head
+    assert nbgrader.api.get_alembic_version is alembic_head
     alembic = Path(sys.executable).parent / "alembic"
     with nbgrader.dbutil._temp_alembic_ini("sqlite:////nonexistent/gradebook.db") as ini:
         heads = subprocess.run([str(alembic), "-c", ini, "heads"], capture_output=True, text=True, check=True).stdout
-    assert heads.split()[0] == grader.gradebook.alembic_head()
+    assert heads.split()[0] == alembic_head()

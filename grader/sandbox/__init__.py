@@ -25,7 +25,8 @@ The parts, one file each:
     bwrap.py      the bubblewrap command: namespaces, the read-only file system, the environment, fonts
     host.py       paths and state shared by every sandbox of this host (private folders, live sessions)
     limits.py     SandboxLimits (what a session may use) and SessionReport (what it used, why it died)
-    session.py    Sandbox, Session and the kernel manager nbclient drives
+    session.py    Sandbox (shared by sessions) and Session (one kernel run: enter, kill, clean up, report)
+    kernel.py     the kernel manager nbclient drives: it launches the session's command in the sandbox
     sweep.py      clean-up after crashed graders
 
 How it works
@@ -81,18 +82,19 @@ _KERNEL_SIDE = ("Sandbox", "SandboxKernelManager", "Session")
 
 
 def __getattr__(name: str):
-    """The kernel side (session.py, which imports jupyter_client) only when it is asked for: `python -m
+    """The kernel side (session.py, kernel.py: jupyter_client) only when it is asked for: `python -m
     grader` re-enters itself in a user namespace, or refuses, before paying for it."""
     if name in _KERNEL_SIDE:
-        from . import session
+        from . import kernel, session
 
-        return getattr(session, name)
+        return getattr(session if hasattr(session, name) else kernel, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [
     "SandboxUnavailable", "SandboxLimits", "SessionReport", "Sandbox", "Session", "SandboxKernelManager",
-    "check_available", "choose", "probe", "controls", "refusal", "sweep_stale", "capped_mounts", "doctor_report", "level_table",
+    "check_available", "choose", "probe", "controls", "refusal", "sweep_stale", "capped_mounts", "doctor_report",
+    "level_table",
     "LEVELS", "CGROUP_LEVELS", "NAME_ZH", "REQUESTS", "INNER_HOME", "INNER_IPYTHONDIR", "INNER_PACKAGE_ROOT",
     "INNER_WORKDIR",
 ]

@@ -15,7 +15,8 @@ from .host import host_uid, real_root
 from .levels import CGROUP_LEVELS, LEVELS, NAME_ZH, REQUESTS, Probe, control_for, probe
 from .limits import SandboxLimits, SandboxUnavailable
 
-GUARANTEES = ("网络关闭", "内存上限", "进程数上限", "CPU 份额", "磁盘和文件数", "不留进程", "别的学生不可读", "答案代码不在")
+GUARANTEES = ("网络关闭", "内存上限", "进程数上限", "CPU 份额", "磁盘和文件数", "不留进程", "别的学生不可读",
+              "答案代码不在")
 
 
 @dataclass
@@ -46,11 +47,13 @@ def guarantees(level: str, limits: SandboxLimits | None = None) -> list[Line]:
         pin = "cpuset 固定在核上" if control.pins_cpus else "sched_setaffinity 固定核（学生代码能改回，配额不变）"
         return [
             Line("网络关闭", True, net),
-            Line("内存上限", True, f"{'memory.max' if v2 else 'memory.limit_in_bytes'} = {lim.memory_mb} MB，不能用 swap"),
+            Line("内存上限", True,
+                 f"{'memory.max' if v2 else 'memory.limit_in_bytes'} = {lim.memory_mb} MB，不能用 swap"),
             Line("进程数上限", True, f"pids.max = {lim.pids}（线程也算）"),
             Line("CPU 份额", True, f"{'cpu.max' if v2 else 'cpu.cfs_quota_us'}：最多 {lim.cpu_cores:g} 个核；{pin}"),
             Line("磁盘和文件数", True, disk),
-            Line("不留进程", True, "结束时" + ("cgroup.kill 杀掉组里全部进程" if v2 else "逐个 SIGKILL 组里的进程，直到组空")),
+            Line("不留进程", True,
+                 "结束时" + ("cgroup.kill 杀掉组里全部进程" if v2 else "逐个 SIGKILL 组里的进程，直到组空")),
             Line("别的学生不可读", True, others),
             Line("答案代码不在", True, answers),
         ]
@@ -74,8 +77,8 @@ def guarantees(level: str, limits: SandboxLimits | None = None) -> list[Line]:
             Line("CPU 份额", True, "一次只评一份，没有同时运行的邻居；固定在一个核上，RLIMIT_CPU "
                  f"{lim.cpu_seconds} 秒"),
             Line("磁盘和文件数", True, disk),
-            Line("不留进程", True, "每份 notebook 是 bubblewrap 的一个 PID 命名空间：杀掉它的 1 号进程，里面的进程全部结束；"
-                 "下一份开始前确认一个都不剩"),
+            Line("不留进程", True, "每份 notebook 是 bubblewrap 的一个 PID 命名空间："
+                 "杀掉它的 1 号进程，里面的进程全部结束；下一份开始前确认一个都不剩"),
             Line("别的学生不可读", True, others + "；一次只评一份"),
             Line("答案代码不在", True, answers),
         ]
@@ -121,7 +124,8 @@ def fixes(found: Probe) -> list[str]:
     missing = found.why_not.get("job", ("", ""))[0]
     if found.best == "none":
         if "not installed" in missing:
-            out.append("安装 bubblewrap：sudo apt-get install -y bubblewrap（Fedora/RHEL：sudo dnf install -y bubblewrap）")
+            out.append("安装 bubblewrap：sudo apt-get install -y bubblewrap"
+                       "（Fedora/RHEL：sudo dnf install -y bubblewrap）")
         elif "namespaces" in missing:
             if kind["apparmor_userns"]:
                 out.append("Ubuntu ≥ 23.10 用 AppArmor 限制了用户命名空间，给 bubblewrap 一个允许它的配置：\n"
@@ -131,7 +135,8 @@ def fixes(found: Probe) -> list[str]:
             if kind["max_userns_zero"]:
                 out.append("允许用户命名空间：sudo sysctl -w user.max_user_namespaces=15000")
             if kind["container"] and kind["seccomp"]:
-                out.append("容器的 seccomp 配置（Kubernetes 的 RuntimeDefault、Docker 的默认配置）不允许 bubblewrap 建命名空间："
+                out.append("容器的 seccomp 配置（Kubernetes 的 RuntimeDefault、Docker 的默认配置）"
+                           "不允许 bubblewrap 建命名空间："
                            "评分容器需要 seccompProfile Unconfined（或允许 unshare/clone 的 Localhost 配置），并且 "
                            "hostUsers: false 加 procMount: Unmasked，见 grader/cluster/kubernetes/grade-job.yaml")
         elif "user namespace of its own" in missing:
@@ -214,7 +219,8 @@ def check_available(request: str = "auto") -> str:
 def machine_line() -> str:
     from .cgroup_v2 import unified
 
-    who = "root" if real_root() else f"普通用户 uid {host_uid()}" + ("（在自己的用户命名空间里）" if os.geteuid() == 0 else "")
+    who = "root" if real_root() else (f"普通用户 uid {host_uid()}"
+                                      + ("（在自己的用户命名空间里）" if os.geteuid() == 0 else ""))
     return f"本机：Linux {platform.release()}，cgroup {'v2' if unified() else 'v1'}，以{who}运行"
 
 

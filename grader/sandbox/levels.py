@@ -81,7 +81,8 @@ def sandbox_problem() -> tuple[str, str] | None:
     if os.geteuid() != 0:
         return ("a normal user's grader must run in a user namespace of its own to mount the capped folders "
                 "(python -m grader enters one by itself; here it could not)",
-                "普通用户的评分程序要在自己的用户命名空间里才能挂载限额的目录（python -m grader 会自己进入；这里进不去）")
+                "普通用户的评分程序要在自己的用户命名空间里才能挂载限额的目录"
+                "（python -m grader 会自己进入；这里进不去）")
     err = probe_mount()
     if err is not None:
         return (f"cannot mount a tmpfs capped in bytes and inodes ({err})",
@@ -136,7 +137,8 @@ def probe() -> Probe:
         found.why_not["cgroup2"] = ("this machine mounts cgroup v1", "本机用的是 cgroup v1")
         if not cgroup_v1.mounted():
             found.why_not["cgroup1"] = ("the cgroup v1 controllers memory, pids, cpuacct, cpu and cpuset are not "
-                                        "all mounted", "cgroup v1 的 memory、pids、cpuacct、cpu、cpuset 控制器没有都挂载")
+                                        "all mounted",
+                                        "cgroup v1 的 memory、pids、cpuacct、cpu、cpuset 控制器没有都挂载")
         elif not real_root():
             found.why_not["cgroup1"] = ("cgroup v1 groups can only be made by root", "cgroup v1 的组只有 root 能建")
         else:

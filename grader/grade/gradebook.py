@@ -1,8 +1,11 @@
-"""Step 5, record: the trusted verdicts become scores in nbgrader's gradebook, and are read back.
+"""Record: the trusted verdicts become scores in nbgrader's gradebook, and are read back.
 
     save_verdicts(db_url, course_id, assignment, student, passed)   # grade_id -> passed
     scores, maxima = scores_of(db_url, course_id, subs)
     forget(db_url, course_id, pairs)                                  # before a shard grades again
+
+nbgrader's step for it is SaveVerdicts (lists.RECORD): the judged notebook into the course's autograded/
+folder (formgrader reads it there), then its verdicts into the gradebook.
 
 One channel: a test cell's auto_score is its full points if the judge (verdict.py) passed it, else 0; no
 output of the notebook is read back. Each notebook is one transaction, so a notebook whose recording fails
@@ -15,8 +18,13 @@ import contextlib
 import functools
 import threading
 
+import nbformat
 import nbgrader.api
 from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.preprocessors import NbGraderPreprocessor
+
+from grader.course import COURSE_ID, course_of
+from grader.grade.state import NotebookState
 
 RECORDED_STATUSES = ("ok", "timeout", "killed", "error")   # the others never reach a kernel
 
@@ -94,3 +102,21 @@ def scores_of(db_url: str, course_id: str, subs):
             cells = {g.name: (g.score, g.max_score) for g in nb.grades}
             scores[(sub.student, sub.assignment)] = (nb.score, nb.max_score, cells)
     return scores, maxima
+
+
+class SaveVerdicts(NbGraderPreprocessor):
+    """The judged notebook into the course's autograded/ folder, then each test cell's score from its
+    trusted verdict (save_verdicts), in place of nbgrader's SaveAutoGrades, which reads scores back from
+    error outputs. (Under `nbgrader autograde`, nbgrader then writes the same notebook there itself.)"""
+
+    zh = "记分"   # what the step does, for a note if it fails
+
+    def preprocess(self, nb, resources):
+        info = resources["nbgrader"]
+        student, name = info["student"], info["assignment"]
+        dest = course_of(self) / "autograded" / student / name / f"{info['notebook']}.ipynb"
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, dest)
+        save_verdicts(info["db_url"], info.get("course_id") or COURSE_ID, name, student,
+                      NotebookState.of(resources).passed())
+        return nb, resources

@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import stat
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 MAX_NOTEBOOK_BYTES = 50_000_000
@@ -42,6 +42,20 @@ class Submission:
     seconds: float = 0.0
     identity: tuple[int, int] | None = None   # (st_dev, st_ino) of the file when it was collected
     passed: dict[str, bool] = field(default_factory=dict)   # grade_id -> the trusted verdict
+
+    def row(self) -> dict:
+        """The row as plain data (a shard's manifest): what the class's report needs of it."""
+        row = asdict(self)
+        row["path"] = None if self.path is None else str(self.path)
+        row.pop("identity", None)
+        row.pop("passed", None)
+        return row
+
+    @classmethod
+    def from_row(cls, row: dict) -> "Submission":
+        fields = {k: v for k, v in row.items() if k in cls.__dataclass_fields__}
+        fields["path"] = None if row.get("path") is None else Path(row["path"])
+        return cls(**fields)
 
 
 class SubmissionRejected(Exception):

@@ -11,7 +11,7 @@ judge_notebook(nb, expected) decides every test cell and rewrites its outputs fo
 it: what the student's code printed stays (capped, stderr relabelled), its errors become text (the
 instructor's copy keeps a failing check's report), its records go, and the verdict is appended (a pass
 mark, or an error output naming what went wrong). The score reaches the gradebook from the returned
-verdicts (gradebook.py), not from those outputs.
+verdicts (gradebook.py), not from those outputs. nbgrader's step for it is TrustedVerdict (lists.EXECUTE).
 """
 from __future__ import annotations
 
@@ -21,10 +21,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import nbformat
+from nbgrader.preprocessors import NbGraderPreprocessor
 
 from agentrl_ref.checks.probes import MIME
 from grader.cells import grade_id, is_test as is_test_cell
-from grader.redact import NOTHING, Redactor
+from grader.grade.redact import NOTHING, Redactor
+from grader.grade.state import NotebookState
 
 VERDICT_MARK = "agentrl_verdict"  # in the metadata of the output this module appends to a test cell
 VISIBLE = "visible:"  # records written by run_test start with this; hidden probes never do
@@ -283,16 +285,25 @@ def judge_notebook(nb: nbformat.NotebookNode, expected: dict[str, list[tuple[str
     for cell in nb.cells:
         if is_test_cell(cell):
             gid = grade_id(cell)
-            verdict = judge(cell, expected[gid], redact) if gid in expected else Verdict(False, f"参考答案里没有测试单元 {gid}")
+            verdict = (judge(cell, expected[gid], redact) if gid in expected
+                       else Verdict(False, f"参考答案里没有测试单元 {gid}"))
             found[gid] = verdict
             rewrite_test_cell(cell, verdict)
     return found
 
 
-def student_facing(cell) -> None:
-    """For the feedback students get back: a code cell without the kernel's outputs, except the verdicts
-    this module wrote. What the student's code printed at grading time could carry the hidden tests it saw
-    running (its own code runs inside the test cells); the instructor keeps the full executed notebook in
-    the course's autograded/ folder."""
-    if cell.get("cell_type") == "code":
-        cell["outputs"] = [o for o in cell.get("outputs", []) if (o.get("metadata") or {}).get(VERDICT_MARK)]
+class TrustedVerdict(NbGraderPreprocessor):
+    """Every test cell judged against the reference's records, outside the kernel (judge_notebook); the
+    verdicts and what an instructor should know of them go into the notebook's state."""
+
+    zh = "判分"   # what the step does, for a note if it fails
+
+    def preprocess(self, nb, resources):
+        state = NotebookState.of(resources)
+        state.verdicts = verdicts = judge_notebook(nb, state.expected, state.hidden)
+        if any(REDACTED in v.reason for v in verdicts.values()):
+            state.notes.append("可见测试的返回值里有隐藏测试的字符串：反馈里没有显示这些值")
+        forged = sorted(gid for gid, v in verdicts.items() if v.forged)
+        if forged:
+            state.notes.append(f"测试单元里出现了参考答案没有的评分记录（{', '.join(forged)}）：疑似伪造，已判 0 分")
+        return nb, resources

@@ -1,4 +1,4 @@
-"""Step 5, report: grades.csv, cells.csv and report.md, safe to open whatever the students named things.
+"""Report: grades.csv, cells.csv and report.md, safe to open whatever the students named things.
 
     report = write_reports(out, subs, scores, maxima, level="cgroup2")
 
@@ -16,7 +16,7 @@ import re
 import statistics
 from pathlib import Path
 
-from grader.submissions import Submission, printable
+from grader.grade.submissions import Submission, printable
 
 STATUS_ZH = {"missing": "没交", "invalid": "无效", "conflict": "冲突", "timeout": "超时", "killed": "被终止",
              "error": "出错"}
