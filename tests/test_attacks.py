@@ -328,18 +328,32 @@ def format_reward(completion):
     print(text)
     raise type("Leak" + _SNOW + str(abs(hash(completion)) % 997), (Exception,), {})(text)
 """
-# remembers every input it is called with; once it has seen a test cell's hidden inputs, gives them back as
-# the value of the next visible test, whose failing verdict would quote it
+# remembers the inputs the hidden tests call it with (they call through probe_calls, the visible tests
+# through run_test: it looks at its callers), and hands them back as the observation of the next visible
+# test, whose machinery it patches to report a pass: the recorded value differs from the reference's, and
+# a verdict that quoted it would carry the hidden inputs out
 REMEMBER_HIDDEN = """\
-_honest, _seen = format_reward, []
+import sys as _sys
+import agentrl_ref.checks as _checks
+_honest, _hidden, _run_one = format_reward, [], _checks._run_one
 
 
 def format_reward(completion):
-    if isinstance(completion, str) and completion not in _seen:
-        _seen.append(completion)
-    if len(_seen) > 12:
-        return " | ".join(_seen)[-300:]
+    frame, callers = _sys._getframe(1), set()
+    while frame is not None:
+        callers.add(frame.f_code.co_name)
+        frame = frame.f_back
+    if "run_test" not in callers and isinstance(completion, str):
+        _hidden.append(completion)
     return _honest(completion)
+
+
+def _leaking(test, objects):
+    ok, message, observed, details = _run_one(test, objects)
+    return (True, "", " | ".join(_hidden)[-300:], details) if _hidden else (ok, message, observed, details)
+
+
+_checks._run_one = _leaking
 """
 FILL_WORKDIR = """\
 import os as _os
@@ -779,7 +793,7 @@ def test_hidden_inputs_never_reach_the_feedback(attacked):
 
 def test_a_visible_verdict_never_quotes_a_hidden_string(attacked):
     """The function that hands hidden inputs back through a visible test: its verdicts say a value was not
-    shown, and no verdict the feedback carries holds a hidden string (or eight characters in a row of one)."""
+    shown, and no student value a verdict quotes holds a hidden string (or eight characters in a row of one)."""
     from grader.grade.redact import Redactor, hidden_strings
     from course import source_notebook
 
@@ -788,7 +802,8 @@ def test_a_visible_verdict_never_quotes_a_hidden_string(attacked):
     verdicts = [o.get("evalue", "") for c in nb.cells for o in c.get("outputs", [])
                 if (o.get("metadata") or {}).get("agentrl_verdict") and o.get("output_type") == "error"]
     assert any("含隐藏测试里的内容，不显示" in v for v in verdicts), verdicts     # the attack got that far
-    assert not [v for v in verdicts if redactor.leaks(v)], verdicts
+    quoted = [v.split("得到", 1)[1] for v in verdicts if "得到" in v]           # what the student's values became
+    assert quoted and not [q for q in quoted if redactor.leaks(q)], verdicts
     page = (attacked["out"] / "feedback" / "remember-hidden-inputs" / A / f"{A}.html").read_text(encoding="utf-8")
     assert "含隐藏测试里的内容，不显示" in page
 
