@@ -21,6 +21,8 @@ import os
 import sys
 from pathlib import Path
 
+from grader.course import ROOT
+
 
 def _db_url(args) -> str | None:
     if getattr(args, "db_url_file", None):
@@ -56,9 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     merge.add_argument("--out", type=Path, default=Path("grading-output"))
     _gradebook_options(merge)
 
-    from grader.publish import release
-
-    release.add_arguments(commands.add_parser("release", help="instructor notebooks -> notebooks/ and book/"))
+    publish = commands.add_parser("release", help="instructor notebooks -> notebooks/ and book/")
+    publish.add_argument("names", nargs="*", help="assignments (default: all in grader/source)")
+    publish.add_argument("--out", type=Path, default=ROOT, help="where notebooks/ and book/ go")
 
     commands.add_parser("doctor", help="the isolation level here, each guarantee at it, and what fixes the rest")
     sandbox = commands.add_parser("sandbox", help="check or clean up the grading sandbox on this machine")
@@ -98,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("the shards' PostgreSQL gradebook is needed: --db-url-file, --db-url or AGENTRL_DB_URL")
         report(args.out, url)
     elif args.command == "release":
+        from grader.publish import release
+
         release.main(args)
     elif args.command == "doctor":
         from grader.sandbox import doctor_report

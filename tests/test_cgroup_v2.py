@@ -130,32 +130,39 @@ as_user() {{  # uid, cgroup (or ""), command...
     setpriv --reuid $uid --regid $uid --clear-groups env HOME=$L/home-$uid "$@"
 }}
 clock start
+head -n 1 /proc/stat > $S/stat-start
 
 # all three side by side (two software-emulated cores: one run alone leaves one idle while it starts)
 # 1. root grades the class
 (
   $GRADE $L/class --out $L/out-root > $S/root-grade.log 2>&1; echo $? > $S/root-grade.rc
+  clock root
   keep root $L/out-root
 ) &
 # 2. a normal user without delegation: doctor says the job level; make grade refuses; at --isolation=job the
 #    hostile part of the class is graded one notebook at a time
 (
   as_user {nodeleg} "" $PY -m grader doctor > $S/nodeleg-doctor.txt 2>&1; echo $? > $S/nodeleg-doctor.rc
+  clock doctor
   as_user {nodeleg} "" $GRADE $L/jobclass --out $L/out-{nodeleg}/refused > $S/nodeleg-refused.log 2>&1
   echo $? > $S/nodeleg-refused.rc
+  clock refused
   as_user {nodeleg} "" $GRADE $L/jobclass --out $L/out-{nodeleg}/g --isolation=job > $S/job-grade.log 2>&1
   echo $? > $S/job-grade.rc
+  clock job
   keep job $L/out-{nodeleg}/g
 ) &
 # 3. a normal user with a delegated subtree: what user@.service gives (memory pids cpu, no cpuset)
 (
   as_user {user} $(delegated {user} grade) $GRADE $L/class --out $L/out-{user}/g > $S/user-grade.log 2>&1
   echo $? > $S/user-grade.rc
+  clock user
   keep user $L/out-{user}/g
 ) &
 wait
 survivors survivors
 clock done
+head -n 1 /proc/stat > $S/stat-done
 """
 
 

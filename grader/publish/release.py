@@ -231,11 +231,6 @@ def render(names: list[str], course: Path = GRADER) -> dict[Path, str]:
     return out
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("names", nargs="*", help="assignments (default: all in grader/source)")
-    parser.add_argument("--out", type=Path, default=ROOT, help="where notebooks/ and book/ go")
-
-
 def main(args: argparse.Namespace) -> None:
     names = args.names or assignments()
     for path in refresh_setup_cells(names):
