@@ -2,9 +2,9 @@
 (tests/guest.py: Debian's kernel under qemu's software emulation, over this machine's file system).
 
 A small class of exercise 1 notebooks (no torch: `import torch` alone takes ~40 s under emulation): the
-reference answer and the untouched release (honest), a memory hog past the limit, and a process hog (eight
-busy processes, then a flood of processes and a daemon that tries to outlive its notebook) graded next to
-an honest student. It is graded in the guest
+reference answer and the untouched release (honest), and a hostile student graded next to an honest one:
+the reference answer, then eight busy processes, a flood of processes with a daemon that tries to outlive
+its notebook, and a memory hog past the limit, one cell each. It is graded in the guest
 
 - as root (the grader makes a group of its own at the top of the hierarchy),
 - as a normal user with a delegated subtree, as systemd's user@.service gives one (memory, pids and cpu,
@@ -44,8 +44,8 @@ MEMORY_MB = 512           # the hog reaches it sooner under emulation than the d
 TIMEOUT = 300             # a cell, and a kernel's start, under software emulation
 
 MEMORY = "_hog = []\nwhile True:\n    _hog.append(bytearray(64 << 20))\n"
-# eight busy processes for a few seconds (what they got, against the wall clock, in cores), then a flood of
-# processes and a daemon that tries to outlive its notebook
+# eight busy processes for a few seconds (what they got, against the wall clock, in cores), then a daemon
+# that tries to outlive its notebook and a flood of processes (a cell of its own; the memory hog comes after)
 PROCESSES = f"""\
 import os as _os, resource as _r, time as _t
 _start = _t.monotonic()
@@ -62,6 +62,11 @@ for _pid in _kids:
     _os.waitpid(_pid, 0)
 _u = _r.getrusage(_r.RUSAGE_CHILDREN)
 print("cores used:", round((_u.ru_utime + _u.ru_stime) / (_t.monotonic() - _start), 2))
+if _os.fork() == 0:
+    _os.setsid()
+    if _os.fork() == 0:
+        _os.execvp("sleep", ["sleep", "{MARK}"])
+    _os._exit(0)
 _kids = []
 for _ in range(100):
     try:
@@ -72,27 +77,22 @@ for _ in range(100):
     if _pid == 0:
         _os.execvp("sleep", ["sleep", "{MARK}"])
     _kids.append(_pid)
-if _os.fork() == 0:
-    _os.setsid()
-    if _os.fork() == 0:
-        _os.execvp("sleep", ["sleep", "{MARK}"])
-    _os._exit(0)
 """
 
 
-def _with_cell(code: str) -> str:
+def _with_cells(*codes: str) -> str:
     nb = nbformat.reads(filled(A, reference_fills(A)), as_version=4)
-    nb.cells.append(nbformat.v4.new_code_cell(code))
+    nb.cells += [nbformat.v4.new_code_cell(code) for code in codes]
     return nbformat.writes(nb)
 
 
-# graded two at a time in this order: the process hog runs next to an honest student
+# graded two at a time in this order: the hostile student (every hog, one after the other, after the last
+# test cell: one notebook is what an emulated machine affords) runs next to an honest one
 NOTEBOOKS = {"a-reference": lambda: filled(A, reference_fills(A)),
-             "b-processes": lambda: _with_cell(PROCESSES),
-             "c-untouched": lambda: nbformat.writes(student_notebook(A)),
-             "d-memory": lambda: _with_cell(MEMORY)}
+             "b-hostile": lambda: _with_cells(PROCESSES, MEMORY),
+             "c-untouched": lambda: nbformat.writes(student_notebook(A))}
 HONEST = ("a-reference", "c-untouched")
-JOB_CLASS = ("a-reference", "b-processes", "d-memory")
+JOB_CLASS = ("a-reference", "b-hostile")
 
 
 def _write(folder: Path, students) -> Path:
@@ -115,7 +115,7 @@ survivors() {{ grep -l "{mark_re}" /proc/[0-9]*/cmdline 2>/dev/null | wc -l > $S
 keep() {{  # run name, output folder
   mkdir -p $S/$1
   for f in grades.csv cells.csv report.md; do cp $2/$f $S/$1/ 2>/dev/null; done
-  for s in b-processes d-memory; do cp $2/course/autograded/$s/{a}/{a}.ipynb $S/$1/$s.ipynb 2>/dev/null; done
+  cp $2/course/autograded/b-hostile/{a}/{a}.ipynb $S/$1/b-hostile.ipynb 2>/dev/null
 }}
 echo "+memory +pids +cpu" > /sys/fs/cgroup/cgroup.subtree_control
 mkdir -p /sys/fs/cgroup/lane && echo "+memory +pids +cpu" > /sys/fs/cgroup/lane/cgroup.subtree_control
@@ -179,9 +179,13 @@ def _cells(folder: Path) -> dict[str, dict[str, float]]:
     return out
 
 
-def _stdout(path: Path) -> str:
-    nb = nbformat.read(path, as_version=4)
-    return "".join(o.get("text", "") for o in nb.cells[-1].get("outputs", []) if o.get("output_type") == "stream")
+def _cell(path: Path, back: int):
+    return nbformat.read(path, as_version=4).cells[-back]
+
+
+def _stdout(path: Path, back: int = 2) -> str:
+    """What a cell of the hostile notebook printed (back=2: the process hogs; 1: the memory hog)."""
+    return "".join(o.get("text", "") for o in _cell(path, back).get("outputs", []) if o.get("output_type") == "stream")
 
 
 @pytest.fixture(scope="module")
@@ -266,17 +270,16 @@ def test_no_process_outlives_the_runs(lane):
 
 @pytest.mark.parametrize("run", ["root", "user"])
 def test_memory_and_processes_are_bounded_and_named(lane, run):
-    rows = _rows(lane["shared"] / run)
-    assert rows["d-memory"]["status"] == "killed"
-    assert f"内存超过上限（{MEMORY_MB} MB）" in rows["d-memory"]["notes"]
-    assert "进程数超过上限（64）" in rows["b-processes"]["notes"]
-    assert "stopped at" in _stdout(lane["shared"] / run / "b-processes.ipynb")
+    row = _rows(lane["shared"] / run)["b-hostile"]
+    assert row["status"] == "killed"
+    assert f"内存超过上限（{MEMORY_MB} MB）" in row["notes"] and "进程数超过上限（64）" in row["notes"], row
+    assert "stopped at" in _stdout(lane["shared"] / run / "b-hostile.ipynb")
 
 
 def test_at_the_job_level_memory_and_processes_are_bounded_too(lane):
-    memory = nbformat.read(lane["shared"] / "job" / "d-memory.ipynb", as_version=4).cells[-1]
+    memory = _cell(lane["shared"] / "job" / "b-hostile.ipynb", 1)
     assert any(o.get("ename") == "MemoryError" for o in memory.get("outputs", [])), memory.get("outputs")
-    out = _stdout(lane["shared"] / "job" / "b-processes.ipynb")
+    out = _stdout(lane["shared"] / "job" / "b-hostile.ipynb")
     assert "stopped at" in out and int(out.split("stopped at")[1].split()[0]) < 64, out
 
 
@@ -284,6 +287,6 @@ def test_at_the_job_level_memory_and_processes_are_bounded_too(lane):
 def test_a_cpu_hog_gets_one_core(lane, run):
     """Eight busy processes in a sandbox with one core's quota (cpu.max) on a two-core guest, next to an
     honest student: they get about one core, not two (the kernel's accounting, not a stopwatch)."""
-    out = _stdout(lane["shared"] / run / "b-processes.ipynb")
+    out = _stdout(lane["shared"] / run / "b-hostile.ipynb")
     cores = float(out.split("cores used:")[1].split()[0])
     assert cores < 1.5, out
