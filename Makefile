@@ -10,7 +10,7 @@ PORT ?= 8000
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 AS_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)  # Jupyter refuses root without it (containers, CI)
 
-.PHONY: venv deps vendor book linkcheck test serve lab lab-instructor release bench bench-grading grade grade-report clean
+.PHONY: venv deps fonts vendor book linkcheck test serve lab lab-instructor release bench bench-grading grade grade-report doctor clean
 
 venv: $(STAMP)
 
@@ -18,18 +18,26 @@ venv: $(STAMP)
 # (pyproject.toml) and the grading tools (grader/pyproject.toml, import name `grader`) are installed from
 # this checkout in editable mode, so `import agentrl_ref` works in the book, JupyterLab and nbgrader,
 # `python -m grader` and the course's nbgrader_config.py work from any folder, and edits take effect at once.
-$(STAMP): requirements.txt pyproject.toml grader/pyproject.toml
+# JupyterLab in Chinese (make lab, make lab-instructor, the lab tests): requirements.txt installs the Simplified-
+# Chinese language pack; grader/lab-settings/agentrl-course.json (locale zh_CN, no news feed, no update check) goes
+# where JupyterLab reads an administrator's default settings, <venv>/share/jupyter/lab/settings/overrides.d/.
+LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.d/agentrl-course.json
+
+$(STAMP): requirements.txt pyproject.toml grader/pyproject.toml grader/lab-settings/agentrl-course.json
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	rm -f "$$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/agentrl_course.pth"
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-build-isolation --no-deps -e . -e grader
+	mkdir -p $(dir $(LAB_OVERRIDES)) && cp grader/lab-settings/agentrl-course.json $(LAB_OVERRIDES)
 	touch $@
 
 # What `make test` needs from the system, besides Python: Debian packages (Chromium and its driver for the
 # browser tests, CJK fonts for screenshots, PostgreSQL for the gradebook tests, bubblewrap for the grading
-# sandbox, Slurm and munge for the cluster test) and npm (the site's offline assets). Installed with
-# apt-get as root or through sudo when missing; otherwise the exact command to run is printed.
-DEBIAN_PACKAGES := chromium chromium-driver fonts-noto-cjk postgresql bubblewrap slurmctld slurmd slurm-client munge
+# sandbox, Slurm and munge for the cluster test, qemu, a Debian kernel and busybox to boot a real cgroup v2
+# guest for the sandbox's v2 test) and npm (the site's offline assets). Installed with apt-get as root or
+# through sudo when missing; otherwise the exact command to run is printed.
+DEBIAN_PACKAGES := chromium chromium-driver fonts-noto-cjk postgresql bubblewrap slurmctld slurmd slurm-client munge \
+                   qemu-system-x86 linux-image-amd64 busybox-static
 deps:
 	@missing=$$(for p in $(DEBIAN_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done; \
 	           command -v npm >/dev/null || echo npm); missing=$$(echo $$missing); \
@@ -42,12 +50,27 @@ deps:
 	echo "installing what the tests need: $$missing"; \
 	$$sudo apt-get update -q && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q --no-install-recommends $$missing
 
+# Chinese text in the figures needs a CJK font: Debian's fonts-noto-cjk, installed for `make book`, `make lab` and
+# `make lab-instructor` (and by `make deps` for the tests) where apt-get can. Without one the figures fall back to
+# English text (agentrl_ref/teaching/cjk.py), never to empty boxes, and this says how to get Chinese ones.
+CJK_FONT_PACKAGE := fonts-noto-cjk
+fonts:
+	@dpkg -s $(CJK_FONT_PACKAGE) >/dev/null 2>&1 && exit 0; \
+	if ! command -v apt-get >/dev/null; then \
+	  echo "图里的中文要一个 CJK 字体（Debian 的 $(CJK_FONT_PACKAGE)）；没有它，图上的文字用英文" >&2; exit 0; fi; \
+	if [ "$$(id -u)" = 0 ]; then sudo=; elif sudo -n true 2>/dev/null; then sudo=sudo; else \
+	  echo "图里的中文要：sudo apt-get install -y --no-install-recommends $(CJK_FONT_PACKAGE)（没有它，图上的文字用英文）" >&2; \
+	  exit 0; fi; \
+	echo "installing the figures' CJK font: $(CJK_FONT_PACKAGE)"; \
+	$$sudo apt-get update -q && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q --no-install-recommends \
+	  $(CJK_FONT_PACKAGE) || echo "没装上 $(CJK_FONT_PACKAGE)：图上的文字用英文" >&2
+
 # MathJax, require.js and the ipywidgets embed manager, pinned, fetched once with npm into _vendor/
 # (git-ignored) and served by the site itself. The book build also runs this (book/_ext).
 vendor: venv
 	$(PY) book/_ext/offline_assets.py
 
-book: vendor
+book: vendor fonts
 	$(VENV)/bin/jupyter-book build --all -W -n --keep-going .
 	@echo
 	@echo "网站已生成 / site built: file://$(CURDIR)/_build/html/index.html  (或 make serve)"
@@ -69,11 +92,11 @@ serve:
 
 # Students: JupyterLab on notebooks/ with nbgrader's Validate button and nothing of its instructor or
 # exchange tools (grader/student-lab: the formgrader, assignment and course lists are switched off).
-lab: venv
+lab: venv fonts
 	JUPYTER_CONFIG_PATH=$(CURDIR)/grader/student-lab $(VENV)/bin/jupyter lab --ServerApp.ip=127.0.0.1 $(AS_ROOT) --notebook-dir=notebooks
 
 # Instructors: JupyterLab on the course folder (grader/) with nbgrader's formgrader and assignment tools.
-lab-instructor: venv
+lab-instructor: venv fonts
 	$(VENV)/bin/jupyter lab --ServerApp.ip=127.0.0.1 $(AS_ROOT) --notebook-dir=grader
 
 # Instructor notebooks (grader/source) -> student notebooks (notebooks/) and book pages (book/).
@@ -85,20 +108,26 @@ bench: venv
 	$(PY) bench/capstone.py
 
 # A simulated class of 30 students x every assignment graded side by side: this commit and BASE (a git
-# worktree), sandboxed and not, on one machine and as Slurm shards (bench/grading.py).
+# worktree), sandboxed and not, on one machine and as Slurm shards (bench/grading.py); then the sandbox's own
+# cost at each isolation level, here and on a real cgroup v2 kernel in a guest (bench/levels.py).
 BASE ?=
 bench-grading: deps venv
 	PYTHONPATH=tests $(PY) bench/grading.py $(if $(BASE),--base $(BASE)) $(if $(REPEAT),--repeat $(REPEAT))
+	PYTHONPATH=tests $(PY) bench/levels.py $(if $(REPEAT),--repeat $(REPEAT))
 
-# Instructors: autograde a folder of returned notebooks (see README). OUT, DB_URL, JOBS, SHARD optional.
+# Instructors: autograde a folder of returned notebooks (see README). OUT, DB_URL, JOBS, SHARD, ISOLATION optional.
 # DB_URL reaches the grader in the environment (AGENTRL_DB_URL), never on a command line: it holds a password.
 OUT ?= grading-output
 ifneq ($(DB_URL),)
 grade grade-report: export AGENTRL_DB_URL := $(DB_URL)
 endif
 grade: venv
-	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=<folder> [OUT=grading-output] [DB_URL=postgresql://…] [JOBS=2] [SHARD=K/N]" >&2; exit 2; }
-	$(PY) -m grader grade "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(SHARD),--shard $(SHARD))
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=<folder> [OUT=grading-output] [DB_URL=postgresql://…] [JOBS=2] [SHARD=K/N] [ISOLATION=auto|cgroup|job|none]" >&2; exit 2; }
+	$(PY) -m grader grade "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(SHARD),--shard $(SHARD)) $(if $(ISOLATION),--isolation $(ISOLATION))
+
+# Instructors: which isolation level this machine gives the grader, each guarantee at it, what fixes the rest.
+doctor: venv
+	$(PY) -m grader doctor
 
 # After every shard (SHARD=0/N … N-1/N): the class's grades.csv, cells.csv, report.md and feedback in OUT.
 grade-report: venv

@@ -10,7 +10,8 @@ untouched release or a realistic wrong answer (tests/class_builder.py). It is gr
   side: same class, same machine, same minutes);
 - by this commit with --unsafe-no-sandbox (the sandbox's own cost);
 - by this commit as --shards shards on a real single-node Slurm cluster (tests/slurm_cluster.py), into a
-  private PostgreSQL gradebook, then the report job: the price of splitting, in CPU seconds.
+  private PostgreSQL gradebook (tests/postgres_server.py), then the report job: the price of splitting, in
+  CPU seconds.
 
 Every way must give the same grades.csv. CPU seconds are the grader's own (all its threads) plus every
 sandbox's (cgroup cpuacct), so `core-seconds per notebook` is what sizes a cluster.
@@ -35,8 +36,8 @@ from class_builder import write_class
 from course import ASSIGNMENTS
 
 from grader.course import ROOT
-from grader.pipeline import grade
-from grader.postgres import local_postgres
+from grader.grade.pipeline import grade
+from postgres_server import local_postgres
 
 TARGET_TOTAL_S = 300          # 30 x 7 sandboxed, end to end
 TARGET_BASE_RATIO = 1.05      # a change may cost at most 5% against its base
@@ -55,7 +56,7 @@ def _this(label: str, root: Path, out: Path, **kwargs) -> dict:
     print(f"  {label}: {timings['total']:.0f} s, {timings['cpu']:.0f} CPU-s", file=sys.stderr)
     # without the sandbox there is no cgroup to count the kernels' CPU: only the grader's is known
     return {"label": label, "wall": timings["total"], "cpu": timings["cpu"], "grades": out / "grades.csv",
-            "cpu_partial": not kwargs.get("sandbox", True)}
+            "cpu_partial": kwargs.get("isolation", "auto") == "none"}
 
 
 def _base(rev: str, root: Path, out: Path, jobs: int, tmp: Path) -> dict:
@@ -102,27 +103,21 @@ def _same(run: dict, this: dict) -> str:
 
 
 def _slurm(shards: int, root: Path, out: Path, tmp: Path) -> dict:
-    from slurm_cluster import available, local_slurm, wait_for_jobs
+    from slurm_cluster import available, local_slurm, submit_shards, wait_for_jobs
 
     if available():
         print(f"  no Slurm shards: {available()}", file=sys.stderr)
         return {}
     with local_postgres() as db_url, local_slurm(cpus=os.cpu_count() or 2) as slurm:
-        url_file = tmp / "db-url"
-        url_file.write_text(db_url)
-        url_file.chmod(0o600)
-        env = {**slurm, "AGENTRL_COURSE": str(ROOT), "SUBMISSIONS": str(root), "OUT": str(out),
-               "AGENTRL_DB_URL_FILE": str(url_file)}
         started = time.perf_counter()
-        ids = subprocess.run([str(ROOT / "grader/cluster/slurm/submit.sh"), str(shards), "--cpus-per-task=1",
-                              f"--chdir={tmp}"], env=env, capture_output=True, text=True, check=True).stdout
+        ids = submit_shards(slurm, shards, root, out, db_url, tmp)
         wait_for_jobs(slurm, seconds=3600)
         wall = time.perf_counter() - started
     cpu = 0.0
     for manifest in (out / "shards").glob("*/manifest.json"):
         timings = json.loads(manifest.read_text(encoding="utf-8"))["timings"]
         cpu += timings["grader_cpu"] + timings["kernel_cpu"]
-    print(f"  {shards} Slurm shards (jobs {ids.split()}): {wall:.0f} s, {cpu:.0f} CPU-s", file=sys.stderr)
+    print(f"  {shards} Slurm shards (jobs {list(ids)}): {wall:.0f} s, {cpu:.0f} CPU-s", file=sys.stderr)
     return {"label": f"{shards} shards on Slurm (1 core each) + report", "wall": wall, "cpu": cpu,
             "grades": out / "grades.csv", "cpu_note": "shards only"}
 
@@ -149,7 +144,8 @@ def main() -> None:
         runs = [_this("this commit, sandboxed", root, tmp / "this", jobs=args.jobs)]
         runs += [_base(rev, root, tmp / f"out-{rev}", args.jobs, tmp) for rev in args.base]
         if not args.no_unsandboxed:
-            runs.append(_this("this commit, --unsafe-no-sandbox", root, tmp / "unsafe", jobs=args.jobs, sandbox=False))
+            runs.append(_this("this commit, --unsafe-no-sandbox", root, tmp / "unsafe", jobs=args.jobs,
+                              isolation="none"))
         if args.shards:
             runs += [r for r in [_slurm(args.shards, root, tmp / "sharded", tmp)] if r]
         this = runs[0]

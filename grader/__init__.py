@@ -3,12 +3,27 @@
     python -m grader grade SUBMISSIONS --out OUT     # a class, sandboxed, judged outside the kernel
     python -m grader report --out OUT                # the class's reports after N shards
     python -m grader release                          # instructor notebooks -> student notebooks, book pages
+    python -m grader doctor                           # the isolation level here, and what fixes the rest
 
-How a hand-in travels (pipeline.py, top to bottom): submissions.py (which files) -> prepare.py (rebuilt
-on the release) -> execute.py in sandbox/ (run) -> verdict.py against reference.py (judged) -> outputs.py
-and sanitize.py (capped, inert) -> gradebook.py (recorded) -> feedback.py -> report.py. The nbgrader
-preprocessors that wrap these steps, the same for `nbgrader autograde` and `make grade`, are in
-preprocessors.py; cells.py answers what an nbgrader cell is; shards.py splits a class over machines
-(cluster/ has the Slurm and Kubernetes files). The course itself: nbgrader_config.py, source/ (the
-instructor notebooks, the single source of truth), release.py, blanks.py and cloze_snippets.py.
+One folder per command, the host's side apart from what builds the sandbox:
+    grade/     grade and report: grade/pipeline.py runs nbgrader's lists of the steps (grade/lists.py),
+               each step beside the code that does its job (submissions, prepare, execute, verdict,
+               outputs, gradebook, feedback, report…)
+    sandbox/   each notebook's kernel in a bubblewrap sandbox at an isolation level; doctor, sweep
+    cluster/   a class as shards (shards.py) and the Slurm and Kubernetes files that start them
+    publish/   release: FillInTheBlanks and nbgrader's generate_assignment list, the book's pages, the cloze
+               cards (not release/: that is nbgrader's folder of released notebooks)
+and shared by them: course.py (the nbgrader course folder, its assignments, nbgrader's converters) and
+cells.py (what an nbgrader cell is). The course itself: nbgrader_config.py, source/ (the instructor
+notebooks, the single source of truth), student-lab/ and lab-settings/ (JupyterLab for students).
 """
+import sys
+
+# jsonschema imports a checker for every string format it knows, when the library behind it is installed
+# (jupyter's packages pull them in): rfc3987_syntax alone builds a parser at import (about 1.5 CPU-s, half
+# of the grader's start-up), isoduration pulls in arrow, and so on. Nothing in the grader validates string
+# formats (nbformat's schema checks structure), and an emulated test machine pays 30 times that for every
+# `python -m grader`: the grader keeps them out. jsonschema treats a format it has no checker for as valid.
+for _name in ("rfc3987_syntax", "rfc3986_validator", "rfc3339_validator", "isoduration", "webcolors",
+              "uri_template", "fqdn"):
+    sys.modules.setdefault(_name, None)

@@ -1,10 +1,15 @@
 """python -m grader: the instructor's commands (the Makefile's grade, grade-report and release targets).
 
     python -m grader grade SUBMISSIONS [--out DIR] [--jobs N] [--shard K/N] [--db-url URL | --db-url-file F]
-                                       [--cell-timeout S] [--notebook-timeout S] [--unsafe-no-sandbox]
+                                       [--cell-timeout S] [--notebook-timeout S] [--memory-mb MB]
+                                       [--isolation LEVEL]
     python -m grader report --out DIR [--db-url URL | --db-url-file F]   # after every shard
     python -m grader release [--out DIR] [assignment ...]
+    python -m grader doctor             # the isolation level here, each guarantee at it, what fixes the rest
     python -m grader sandbox (--check | --sweep)
+
+As a normal user, `grade`, `doctor` and `sandbox` first re-enter themselves as root of a user namespace of
+their own (grader/sandbox/userns.py): that is where the capped folders of the sandbox can be mounted.
 
 The gradebook URL (it holds a password) is never needed on a command line: AGENTRL_DB_URL in the
 environment, or --db-url-file naming a file only its owner can read.
@@ -15,6 +20,8 @@ import argparse
 import os
 import sys
 from pathlib import Path
+
+from grader.course import ROOT
 
 
 def _db_url(args) -> str | None:
@@ -32,56 +39,86 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
-    grade = commands.add_parser("grade", help="autograde a folder of hand-ins (see grader/pipeline.py)")
+    grade = commands.add_parser("grade", help="autograde a folder of hand-ins (see grader/grade/pipeline.py)")
     grade.add_argument("submissions", type=Path)
     grade.add_argument("--out", type=Path, default=Path("grading-output"))
     grade.add_argument("--jobs", type=int, default=None, help="notebooks executed at a time (default: 2)")
     grade.add_argument("--shard", default=None, help="K/N: grade shard K (0-based) of N; needs PostgreSQL")
     grade.add_argument("--cell-timeout", type=int, default=60, help="seconds per cell")
     grade.add_argument("--notebook-timeout", type=int, default=600, help="seconds per notebook")
-    grade.add_argument("--unsafe-no-sandbox", action="store_true",
-                       help="run student code without the sandbox (machines without namespaces); the report says so")
+    grade.add_argument("--memory-mb", type=int, default=None,
+                       help="memory per notebook (default 2048; grader/sandbox/limits.py has the other limits)")
+    grade.add_argument("--isolation", default="auto", choices=["auto", "cgroup", "job", "none"],
+                       help="auto: the best level here, at least one cgroup per notebook (default); job: one "
+                            "notebook at a time in the job's own limits (pods, Slurm steps); none: no sandbox")
+    grade.add_argument("--unsafe-no-sandbox", action="store_true", help="the same as --isolation=none")
     _gradebook_options(grade)
 
     merge = commands.add_parser("report", help="the class's reports after every shard has run")
     merge.add_argument("--out", type=Path, default=Path("grading-output"))
     _gradebook_options(merge)
 
-    from grader import release
+    publish = commands.add_parser("release", help="instructor notebooks -> notebooks/ and book/")
+    publish.add_argument("names", nargs="*", help="assignments (default: all in grader/source)")
+    publish.add_argument("--out", type=Path, default=ROOT, help="where notebooks/ and book/ go")
 
-    release.add_arguments(commands.add_parser("release", help="instructor notebooks -> notebooks/ and book/"))
-
+    commands.add_parser("doctor", help="the isolation level here, each guarantee at it, and what fixes the rest")
     sandbox = commands.add_parser("sandbox", help="check or clean up the grading sandbox on this machine")
     sandbox.add_argument("--check", action="store_true", help="say whether the sandbox can run here")
     sandbox.add_argument("--sweep", action="store_true", help="remove stale cgroups, folders and mounts")
 
     args = parser.parse_args(argv)
+    if argv is None and args.command in ("grade", "doctor", "sandbox"):
+        from grader.sandbox import userns
+
+        userns.enter(["-m", "grader", *sys.argv[1:]])
     if args.command == "grade":
-        from grader.pipeline import grade as run
-        from grader.shards import Shard
+        from grader.sandbox import SandboxLimits
+        from grader.cluster.shards import Shard
 
         try:
             shard = Shard.parse(args.shard) if args.shard else None
+            limits = SandboxLimits(memory_mb=args.memory_mb) if args.memory_mb else None
         except ValueError as exc:
             parser.error(str(exc))
+        isolation = "none" if args.unsafe_no_sandbox else args.isolation
+        from grader.sandbox import SandboxUnavailable, choose, refusal
+
+        try:
+            choose(isolation)           # refuse before the grading machinery is even imported
+        except SandboxUnavailable as exc:
+            raise SystemExit(refusal(exc)) from None
+        from grader.grade.pipeline import grade as run
+
         run(args.submissions, args.out, args.cell_timeout, args.notebook_timeout, _db_url(args), args.jobs,
-            sandbox=not args.unsafe_no_sandbox, shard=shard)
+            isolation=isolation, limits=limits, shard=shard)
     elif args.command == "report":
-        from grader.pipeline import report
+        from grader.grade.pipeline import report
 
         url = _db_url(args)
         if not url:
             parser.error("the shards' PostgreSQL gradebook is needed: --db-url-file, --db-url or AGENTRL_DB_URL")
         report(args.out, url)
     elif args.command == "release":
+        from grader.publish import release
+
         release.main(args)
+    elif args.command == "doctor":
+        from grader.sandbox import doctor_report
+
+        text, ok = doctor_report()
+        print(text)
+        return 0 if ok else 2
     elif args.command == "sandbox":
-        from grader.sandbox import check_available, sweep_stale_cgroups
+        from grader.sandbox import SandboxUnavailable, choose, probe, sweep_stale
 
         if args.sweep:
-            print(f"removed {sweep_stale_cgroups()} stale folders and mounts")
-        check_available()
-        print("sandbox available / 沙箱可用")
+            print(f"removed {sweep_stale(probe().best)} stale folders and mounts")
+        try:
+            print(f"sandbox available, isolation level {choose('auto')} / 沙箱可用")
+        except SandboxUnavailable as exc:
+            print(exc, file=sys.stderr)
+            return 2
     return 0
 
 

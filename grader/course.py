@@ -4,6 +4,7 @@
     copy_course(dest)                    a scratch course folder (config + instructor notebooks)
     generate_assignments(course, names, db_url)   release notebooks + gradebook rows (nbgrader)
     run_converter(Converter, course, config, assignment, student)   one nbgrader converter, safely
+    course_of(step)                      the course folder an nbgrader step works in
 """
 from __future__ import annotations
 
@@ -21,6 +22,13 @@ COURSE_FILES = ("nbgrader_config.py", "source")  # a course folder: the config a
 
 def assignments(course: Path = GRADER) -> list[str]:
     return sorted(p.name for p in (course / "source").iterdir() if (p / f"{p.name}.ipynb").is_file())
+
+
+def course_of(step) -> Path:
+    """The course folder of an nbgrader step (a preprocessor): nbgrader's CourseDirectory.root, as the
+    course's nbgrader_config.py or `make grade` sets it, else the working folder."""
+    root = step.config.get("CourseDirectory", {}).get("root")
+    return Path(root) if root else Path.cwd()
 
 
 def nbgrader_env() -> dict[str, str]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import nbformat
 
-from grader.blanks import BLANK, has_blanks, solution_fills
+from grader.publish.blanks import BLANK, has_blanks, solution_fills
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "grader" / "source"

@@ -5,6 +5,8 @@ packages, started in a private folder in about a second, stopped and removed aft
         subprocess.run(["sbatch", ...], env=env)
         wait_for_jobs(env)
 
+    array, report = submit_shards(env, 3, submissions, out, db_url, folder)   # grader/cluster/slurm/submit.sh
+
 Nothing is simulated: jobs are real processes started by slurmd. Needs root (slurmd runs jobs as the
 submitting user; munged's key and socket live in the private folder). The facts behind the settings are
 in ../shared/TOOLCHAIN.md ("A real Slurm cluster on one machine").
@@ -21,6 +23,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from ports import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+SUBMIT = ROOT / "grader" / "cluster" / "slurm" / "submit.sh"
 DAEMONS = ("/usr/sbin/munged", "/usr/sbin/slurmctld", "/usr/sbin/slurmd")
 
 
@@ -32,12 +38,6 @@ def available() -> str | None:
     if os.geteuid() != 0:
         return "a local Slurm cluster needs root"
     return None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _wait(check, what: str, seconds: float = 30.0) -> None:
@@ -63,8 +63,8 @@ def local_slurm(cpus: int = 2):
     conf = base / "slurm.conf"
     conf.write_text(f"""ClusterName=agentrl
 SlurmctldHost={host}
-SlurmctldPort={_free_port()}
-SlurmdPort={_free_port()}
+SlurmctldPort={free_port()}
+SlurmdPort={free_port()}
 SlurmUser=root
 AuthType=auth/munge
 CredType=cred/munge
@@ -115,6 +115,21 @@ PartitionName=grading Nodes={host} Default=YES MaxTime=INFINITE State=UP
                 proc.kill()
                 proc.wait()
         shutil.rmtree(base, ignore_errors=True)
+
+
+def submit_shards(env: dict, shards: int, submissions: Path, out: Path, db_url: str, folder: Path) -> tuple[str, str]:
+    """A class graded as `shards` Slurm tasks of one core each, then its report, as an instructor submits
+    them (grader/cluster/slurm/submit.sh) with this checkout as the course: the gradebook's URL in a file
+    only its owner reads, the jobs' logs in folder. Returns the job ids of the shards' array and the report."""
+    url_file = folder / "db-url"
+    url_file.write_text(db_url)
+    url_file.chmod(0o600)
+    env = {**env, "AGENTRL_COURSE": str(ROOT), "SUBMISSIONS": str(submissions), "OUT": str(out),
+           "AGENTRL_DB_URL_FILE": str(url_file)}
+    submitted = subprocess.run([str(SUBMIT), str(shards), "--cpus-per-task=1", f"--chdir={folder}"], env=env,
+                               capture_output=True, text=True, check=True)
+    array, report = submitted.stdout.split()
+    return array, report
 
 
 def sbatch(env: dict, *args: str) -> str:

@@ -18,7 +18,6 @@ import base64
 import html
 import copy
 import csv
-import hashlib
 import os
 import random
 import socket
@@ -33,10 +32,12 @@ import pytest
 from course import (
     ROOT, execution_time, filled, mutated_fills, mutations, reference_fills, solution_lines, student_notebook,
 )
-from grader.pipeline import grade
+from file_tricks import FILE_TRICKS, make_file_tricks
+from fingerprint import fingerprint
+from grader.grade.pipeline import grade
+from grader.grade.report import csv_text
+from grader.grade.submissions import printable
 from notebook_fuzz import FILE_KINDS, ODD_NAMES, make_file, mutate_json
-from grader.report import csv_text
-from grader.submissions import printable
 
 A = "ex1_format_reward"
 MARK = "agentrl-attack-marker"  # in every process an attacker starts, to find survivors
@@ -206,7 +207,7 @@ import os as _os
 if _os.fork() == 0:
     _os.setsid()
     if _os.fork() == 0:
-        _os.execvp("sleep", ["sleep", "1001", "{mark}"])
+        _os.execvp("sleep", ["sleep", "1001"])
     _os._exit(0)
 """
 PIPE_HOLDER = """\
@@ -217,7 +218,8 @@ _sp.Popen("exec sleep 1000 # {mark}", shell=True, stdout=_sys.__stdout__.fileno(
 OTHER_KERNELS = """\
 import glob as _glob
 import os as _os
-_found = (_glob.glob("/var/tmp/agentrl-grader/*/conn/*") + _glob.glob("/tmp/*.json")
+_found = (_glob.glob("/var/tmp/agentrl-grader*/*/conn/*") + _glob.glob("/var/tmp/agentrl-grader*/*/scratch/conn/*")
+          + _glob.glob("/tmp/*.json")
           + _glob.glob("/run/**/kernel-*.json", recursive=True))
 print("connection files I can see:", _found)
 import zmq as _zmq
@@ -248,7 +250,7 @@ import subprocess as _sp
 _kids = []
 for _ in range(100):
     try:
-        _kids.append(_sp.Popen(["sleep", "1000", "{mark}"]))
+        _kids.append(_sp.Popen(["sleep", "1000"]))
     except Exception as _exc:
         print("stopped at", len(_kids), type(_exc).__name__)
         break
@@ -326,6 +328,33 @@ def format_reward(completion):
     print(text)
     raise type("Leak" + _SNOW + str(abs(hash(completion)) % 997), (Exception,), {})(text)
 """
+# remembers the inputs the hidden tests call it with (they call through probe_calls, the visible tests
+# through run_test: it looks at its callers), and hands them back as the observation of the next visible
+# test, whose machinery it patches to report a pass: the recorded value differs from the reference's, and
+# a verdict that quoted it would carry the hidden inputs out
+REMEMBER_HIDDEN = """\
+import sys as _sys
+import agentrl_ref.checks as _checks
+_honest, _hidden, _run_one = format_reward, [], _checks._run_one
+
+
+def format_reward(completion):
+    frame, callers = _sys._getframe(1), set()
+    while frame is not None:
+        callers.add(frame.f_code.co_name)
+        frame = frame.f_back
+    if "run_test" not in callers and isinstance(completion, str):
+        _hidden.append(completion)
+    return _honest(completion)
+
+
+def _leaking(test, objects):
+    ok, message, observed, details = _run_one(test, objects)
+    return (True, "", " | ".join(_hidden)[-300:], details) if _hidden else (ok, message, observed, details)
+
+
+_checks._run_one = _leaking
+"""
 FILL_WORKDIR = """\
 import os as _os
 _made = 0
@@ -376,6 +405,7 @@ ATTACKS = [
     Attack("active-markdown", "reference", MARKDOWN_PAYLOAD, "equal", "不存在的附件", where="markdown"),
     Attack("raw-html-cell", "reference", "<script>window.__xss.push('raw')</script>", "equal", "", where="raw"),
     Attack("leak-hidden-inputs", "untouched", LEAK_INPUTS, "equal", "", where="answer_replace"),
+    Attack("remember-hidden-inputs", "reference", REMEMBER_HIDDEN, "not_above", "隐藏测试的字符串"),
     Attack("answer-cell-deleted", "reference", "answer", "equal_untouched", "答案单元恢复为空白", where="delete"),
     Attack("metadata-not-a-dict", "reference", "nbgrader", "equal", "", where="meta"),
 ]
@@ -391,17 +421,9 @@ class FileAttack:
     score: str = "zero"    # zero | full (a name that is odd but allowed is graded as usual)
 
 
-FILE_ATTACKS = {
-    "link-to-source": FileAttack(("link-to-source", A), "invalid", "符号链接"),
-    "link-to-classmate": FileAttack(("link-to-classmate", A), "invalid", "符号链接"),
-    "hardlink-to-source": FileAttack(("hardlink-to-source", A), "invalid", "讲师答案"),
-    "hardlink-twin-a": FileAttack(("hardlink-twin-a", A), "conflict", "硬链接"),
-    "hardlink-twin-b": FileAttack(("hardlink-twin-b", A), "conflict", "硬链接"),
-    "fifo-notebook": FileAttack(("fifo-notebook", A), "invalid", "命名管道"),
-    "folder-named-like-notebook": FileAttack(("folder-named-like-notebook", A), "invalid", "文件夹"),
-    "student-folder-link": FileAttack(("student-folder-link", ""), "invalid", "符号链接"),
-    "assignment-folder-link": FileAttack(("assignment-folder-link", A), "invalid", "应该是作业文件夹"),
-    "two-files": FileAttack(("two-files", A), "conflict", "2 个文件"),
+FILE_ATTACKS = {   # the file tricks (tests/file_tricks.py), and names a spreadsheet or a terminal would run
+    **{student: FileAttack((student, A if trick.of_assignment else ""), trick.status, trick.note)
+       for student, trick in FILE_TRICKS.items()},
     "bell\x07name": FileAttack(("bell\\x07name", A), "invalid", "控制字符"),
     "=2+5": FileAttack(("'=2+5", A), "ok", "", score="full"),
     "@SUM(1+1)": FileAttack(("'@SUM(1+1)", A), "ok", "", score="full"),
@@ -410,25 +432,10 @@ FILE_ATTACKS = {
 
 def _make_file_attacks(root: Path) -> None:
     reference = nbformat.writes(_base("reference"))
-    source = ROOT / "grader" / "source" / A / f"{A}.ipynb"
-
-    def at(student: str) -> Path:
-        return root / student / A / f"{A}.ipynb"
-
-    make_file(at("link-to-source"), "", "symlink", other=source)
-    make_file(at("link-to-classmate"), "", "symlink", other=at("control-reference"))
-    make_file(at("hardlink-to-source"), "", "hardlink", other=source)
-    make_file(at("hardlink-twin-a"), reference, "file")
-    make_file(at("hardlink-twin-b"), "", "hardlink", other=at("hardlink-twin-a"))
-    make_file(at("fifo-notebook"), "", "fifo")
-    make_file(at("folder-named-like-notebook"), "", "directory")
-    os.symlink(root / "control-reference", root / "student-folder-link")
-    (root / "assignment-folder-link").mkdir()
-    os.symlink(root / "control-reference" / A, root / "assignment-folder-link" / A)
-    make_file(at("two-files"), reference, "file")
-    make_file(root / f"two-files_{A}.ipynb", nbformat.writes(_base("untouched")), "file")
+    make_file_tricks(root, A, reference, honest=root / "control-reference",
+                     instructor=ROOT / "grader" / "source" / A / f"{A}.ipynb")
     for student in ("bell\x07name", "=2+5", "@SUM(1+1)"):
-        make_file(at(student), reference, "file")
+        make_file(root / student / A / f"{A}.ipynb", reference, "file")
 
 
 FUZZ_FILES = 14   # randomly damaged hand-ins in the class, seeded (the same class on every run)
@@ -517,15 +524,6 @@ def _attacked(attack: Attack, paths: dict) -> str:
     return nbformat.writes(nb)
 
 
-def _fingerprint(*roots: Path) -> dict[str, str]:
-    out = {}
-    for root in roots:
-        for p in sorted(root.rglob("*")):
-            if p.is_file() and "__pycache__" not in p.parts:
-                out[str(p)] = hashlib.sha256(p.read_bytes()).hexdigest()
-    return out
-
-
 def _survivors() -> list[str]:
     found = []
     for proc in Path("/proc").iterdir():
@@ -540,9 +538,10 @@ def _survivors() -> list[str]:
 
 
 def _cgroups() -> list[str]:
-    """This process's sandbox cgroups (named s<pid>-...; other graders may run on the machine)."""
-    return [str(p) for c in ("memory", "pids", "cpuacct")
-            for p in Path(f"/sys/fs/cgroup/{c}/agentrl-grader").glob(f"s{os.getpid()}-*") if p.is_dir()]
+    """This process's sandbox groups (named s<pid>-...; other graders may run on the machine)."""
+    from grader.sandbox import controls
+
+    return [g for c in controls() for g in c.session_groups() if Path(g).name.startswith(f"s{os.getpid()}-")]
 
 
 @pytest.fixture(scope="module")
@@ -578,7 +577,7 @@ def attacked(tmp_path_factory):
     _make_file_attacks(root)
     fuzzed = _make_fuzz_files(root)
     guarded = [ROOT / "agentrl_ref", ROOT / "grader", root]
-    before = _fingerprint(*guarded)
+    before = fingerprint(*guarded)
     home_before = sorted(os.listdir(Path.home()))
     try:
         grade(root, out, cell_timeout=15, notebook_timeout=90)
@@ -641,7 +640,7 @@ def test_nothing_outlives_the_run(attacked):
 
 
 def test_originals_repo_and_grader_are_untouched(attacked):
-    after = _fingerprint(*attacked["guarded"])
+    after = fingerprint(*attacked["guarded"])
     changed = sorted(set(after.items()) ^ set(attacked["before"].items()))
     assert not changed, changed
 
@@ -666,17 +665,17 @@ def test_resource_attacks_are_named_in_chinese(attacked):
 
 
 def test_report_says_the_sandbox_was_on(attacked):
-    assert attacked["report"].splitlines()[2].startswith("**沙箱：已启用**")
+    assert attacked["report"].splitlines()[2].startswith("**沙箱：已启用，隔离级别 cgroup")
 
 
 def test_no_sandbox_is_refused_unless_asked(tmp_path, monkeypatch):
-    import grader.pipeline as pipeline
+    import grader.grade.pipeline as pipeline
     from grader.sandbox import SandboxUnavailable
 
-    def unavailable():
+    def unavailable(request):
         raise SandboxUnavailable("bwrap missing (simulated)")
 
-    monkeypatch.setattr(pipeline, "check_available", unavailable)
+    monkeypatch.setattr(pipeline, "choose", unavailable)
     (tmp_path / "class" / "s" / A).mkdir(parents=True)
     (tmp_path / "class" / "s" / A / f"{A}.ipynb").write_text(nbformat.writes(_base("untouched")), encoding="utf-8")
     with pytest.raises(SystemExit) as err:
@@ -690,7 +689,7 @@ def test_unsafe_mode_says_so_and_still_judges_outside(tmp_path):
         path = tmp_path / "class" / kind / A / f"{A}.ipynb"
         path.parent.mkdir(parents=True)
         path.write_text(nbformat.writes(_base(kind)), encoding="utf-8")
-    grade(tmp_path / "class", tmp_path / "out", sandbox=False, cell_timeout=15, notebook_timeout=90)
+    grade(tmp_path / "class", tmp_path / "out", isolation="none", cell_timeout=15, notebook_timeout=90)
     report = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
     assert "--unsafe-no-sandbox" in report.splitlines()[2]
     rows = {r["student_id"]: r for r in csv.DictReader(open(tmp_path / "out" / "grades.csv", encoding="utf-8"))}
@@ -698,7 +697,7 @@ def test_unsafe_mode_says_so_and_still_judges_outside(tmp_path):
 
 
 def test_postgres_gradebook_has_a_random_password_never_on_a_command_line():
-    from grader.postgres import local_postgres
+    from postgres_server import local_postgres
 
     with local_postgres() as db_url:
         password = db_url.split(":")[2].split("@")[0]
@@ -723,9 +722,9 @@ ANSWER_MODULE = {"ex1_format_reward": "format_reward.py", "ex2_verifiable_reward
 def test_grading_package_holds_no_answer(assignment, tmp_path):
     """The copy of agentrl_ref a grading kernel sees: never the assignment's own answer, never the cloze
     cards (every answer is in them), always the checks."""
-    import grader.execute as execute
+    from grader.grade.package import grading_package
 
-    root = execute.grading_package(assignment, tmp_path) / "agentrl_ref"
+    root = grading_package(assignment, tmp_path) / "agentrl_ref"
     files = {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
     assert ANSWER_MODULE[assignment] not in files
     assert "teaching/cloze_snippets.json" not in files
@@ -790,6 +789,23 @@ def test_hidden_inputs_never_reach_the_feedback(attacked):
     assert snow in kept or "\\u2603" in kept
     assert snow not in page and "&#9731;" not in page and "Leak" + snow not in page
     assert "BEGIN HIDDEN TESTS" not in page and "评分未通过" in page
+
+
+def test_a_visible_verdict_never_quotes_a_hidden_string(attacked):
+    """The function that hands hidden inputs back through a visible test: its verdicts say a value was not
+    shown, and no student value a verdict quotes holds a hidden string (or eight characters in a row of one)."""
+    from grader.grade.redact import Redactor, hidden_strings
+    from course import source_notebook
+
+    redactor = Redactor(hidden_strings(source_notebook(A)))
+    nb = nbformat.read(attacked["out"] / "course" / "autograded" / "remember-hidden-inputs" / A / f"{A}.ipynb", 4)
+    verdicts = [o.get("evalue", "") for c in nb.cells for o in c.get("outputs", [])
+                if (o.get("metadata") or {}).get("agentrl_verdict") and o.get("output_type") == "error"]
+    assert any("含隐藏测试里的内容，不显示" in v for v in verdicts), verdicts     # the attack got that far
+    quoted = [v.split("得到", 1)[1] for v in verdicts if "得到" in v]           # what the student's values became
+    assert quoted and not [q for q in quoted if redactor.leaks(q)], verdicts
+    page = (attacked["out"] / "feedback" / "remember-hidden-inputs" / A / f"{A}.html").read_text(encoding="utf-8")
+    assert "含隐藏测试里的内容，不显示" in page
 
 
 def _page_checks(browser, url: str) -> dict:

@@ -1,7 +1,7 @@
 """The fill-in-the-blank release: marked solution lines become `_____` and nothing else changes."""
 import pytest
 
-from grader.blanks import BLANK, blank_line, blank_source, solution_fills
+from grader.publish.blanks import BLANK, blank_line, blank_source, solution_fills
 
 
 @pytest.mark.parametrize("line, expected", [

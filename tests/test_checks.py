@@ -38,7 +38,7 @@ def test_check_reports_the_failing_input_and_a_hint(capsys):
     check("format_reward", {"format_reward": format_reward})
     out = capsys.readouterr().out
     assert "✗ 重复输出两组标签" in out and "<think>a</think><answer>1</answer><think>b" in out
-    assert "提示" in out and "3/4 项通过" in out and "Traceback" not in out
+    assert "提示" in out and "5/7 项通过" in out and "Traceback" not in out
 
 
 def test_check_names_the_line_with_an_unfilled_blank(tmp_path, capsys):

@@ -8,7 +8,7 @@ import tokenize
 
 import pytest
 
-from grader import cloze_snippets as build  # grader/: cuts the snippets from their sources at `make release`
+from grader.publish import cloze_snippets as build  # grader/: cuts the snippets from their sources at `make release`
 from agentrl_ref.teaching import cloze
 from course import reference_fills
 

@@ -6,7 +6,9 @@
   logged equal the course's functions on the same completions, TRL's advantages are group_normalize, TRL's
   compute_loss for each loss_type is the matching aggregation, and the assistant mask of
   apply_chat_template is exercise 3's mask (and its loss the loss with shift_mask_for_clm);
-- nothing reaches the network, with the Hugging Face offline variables unset.
+- the page's GPU script (book/scripts/trl_grpo_gsm8k.py): real GRPOConfig and GRPOTrainer names, the pins of
+  requirements.txt in its install line, and its CPU smoke mode (a tiny local model, two steps) run for real;
+- nothing reaches the network, with the Hugging Face offline variables unset (the page and the smoke mode).
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ from agentrl_ref.frameworks import (completion_text, compute_score, make_trl_com
                                     make_verl_compute_score, trl_accuracy_reward, trl_composite_reward,
                                     trl_format_reward)
 from course import ROOT
+from grader.publish import release
 
 GOOD = "<think>3+5=8</think><answer>\\boxed{8}</answer>"
 TEXTS = [GOOD, "8", "<think>x</think><answer>\\boxed{9}</answer>", "", "<think>" * 50]
@@ -349,20 +352,38 @@ def test_grpo_with_plain_text_prompts(tiny, tmp_path):
     assert plain.steps[0]["rewards/trl_format_reward_spy/mean"] == pytest.approx(row["course"]["fmt"], abs=1e-6)
 
 
-def test_the_gpu_script_uses_real_argument_names():
-    """The page's not-executed GPU cell: every keyword of GRPOConfig(...) is a GRPOConfig field and every
-    keyword of GRPOTrainer(...) a parameter of GRPOTrainer."""
+GPU_SCRIPT = ROOT / "book" / "scripts" / "trl_grpo_gsm8k.py"
+
+
+def _pins() -> dict[str, str]:
+    pins = dict(re.findall(r"^([A-Za-z0-9_.-]+)==([^\s#]+)", (ROOT / "requirements.txt").read_text(encoding="utf-8"),
+                           flags=re.M))
+    return {name.lower(): version for name, version in pins.items()}
+
+
+def test_the_gpu_script_uses_real_argument_names_and_the_pins_it_was_checked_against():
+    """The GPU script (its GPU path is not executed here): every GRPOConfig setting it names, GPU or smoke, is a
+    GRPOConfig field, GRPOTrainer gets only its parameters, and its install line is requirements.txt's pins and
+    the course package's version."""
     from trl import GRPOConfig, GRPOTrainer
 
-    page = (ROOT / "book" / "frameworks.md").read_text(encoding="utf-8")
-    cells = re.findall(r"```\{code-cell\} ipython3\n:tags: \[skip-execution\]\n(.*?)```", page, flags=re.S)
-    assert len(cells) == 1 and "不在本页执行" in cells[0]
-    calls = {node.func.id: node for node in ast.walk(ast.parse(cells[0]))
-             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+    source = GPU_SCRIPT.read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)]
+    named = {kw.arg for node in calls if getattr(node.func, "id", None) == "dict" for kw in node.keywords}
+    named |= {kw.arg for node in calls if getattr(node.func, "attr", None) == "update" for kw in node.keywords}
     fields = {f.name for f in dataclasses.fields(GRPOConfig)}
-    assert {k.arg for k in calls["GRPOConfig"].keywords} <= fields
-    assert {k.arg for k in calls["GRPOTrainer"].keywords} <= set(inspect.signature(GRPOTrainer).parameters)
-    assert {"use_cpu", "bf16", "loss_type", "scale_rewards"} <= {k.arg for k in calls["GRPOConfig"].keywords}
+    assert {"use_cpu", "bf16", "loss_type", "scale_rewards", "max_steps", "use_vllm"} <= named <= fields, \
+        named - fields
+    trainer = [node for node in calls if getattr(node.func, "id", None) == "GRPOTrainer"]
+    assert len(trainer) == 1
+    assert {kw.arg for kw in trainer[0].keywords} <= set(inspect.signature(GRPOTrainer).parameters)
+    pins, install = _pins(), re.findall(r"pip install (.+)", ast.get_docstring(tree))
+    named_pins = dict(re.findall(r"([a-z][a-z0-9_-]*)==([0-9][^\s]*)", " ".join(install)))
+    assert named_pins == {name: pins[name] for name in ("torch", "trl", "transformers", "accelerate", "datasets",
+                                                        "tokenizers")}
+    version = release.course_settings()[1]
+    assert f"agentrl_ref-{version}-py3-none-any.whl" in source
 
 
 # ---------------------------------------------------------------- no network
@@ -390,20 +411,28 @@ model = tiny_qwen(len(tokenizer))
 sft_warmup(model, tok, problems, steps=20)
 run = run_grpo(model, tokenizer, problems, [trl_composite_reward], cpu_grpo_args(sys.argv[1], steps=1))
 assert len(run.steps) == 1
+assert not set(HF_OFFLINE) & set(os.environ), "the page's offline switch is scoped: unset again after the run"
+# the GPU script's smoke mode, in the same process (the libraries online): two steps, nothing downloaded
+import runpy
+history = runpy.run_path(sys.argv[2])["main"](["--smoke"])
+print("smoke steps:", len([row for row in history if "loss" in row]))
+assert not set(HF_OFFLINE) & set(os.environ)
 print("attempts:", attempts)
 assert not attempts, attempts
 """
 
 
 def test_nothing_reaches_the_network_with_the_offline_variables_unset(tmp_path):
+    """The page's machinery and the GPU script's CPU smoke mode (book/scripts/trl_grpo_gsm8k.py --smoke: the same
+    script as the GPU run, a tiny local model, two steps), with every socket refused."""
     from agentrl_ref.teaching.tiny_qwen import HF_OFFLINE
 
     # CI=1 alone would stop TRL's telemetry ping (.ci/run sets it): unset too, with the other opt-outs
     opt_outs = set(HF_OFFLINE) | {"CI", "DISABLE_TELEMETRY", "DO_NOT_TRACK"}
     env = {k: v for k, v in os.environ.items() if k not in opt_outs}
     env["HF_HOME"] = str(tmp_path / "hf-home")  # an empty cache: nothing could be found there either
-    proc = subprocess.run([sys.executable, "-c", NO_NETWORK, str(tmp_path / "out")], capture_output=True, text=True,
-                          env=env, cwd=tmp_path, timeout=300)
+    proc = subprocess.run([sys.executable, "-c", NO_NETWORK, str(tmp_path / "out"), str(GPU_SCRIPT)],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "attempts: []" in proc.stdout
+    assert "smoke steps: 2" in proc.stdout and "attempts: []" in proc.stdout
     assert not (tmp_path / "hf-home").exists() or not any((tmp_path / "hf-home").rglob("*.safetensors"))

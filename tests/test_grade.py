@@ -6,14 +6,14 @@ folders; the two grades.csv must be identical and the submissions untouched.
 import copy
 import csv
 import json
-import hashlib
 from concurrent.futures import ThreadPoolExecutor
 
 import nbformat
 import pytest
 
 from course import filled, reference_fills, student_notebook
-from grader.pipeline import grade
+from fingerprint import fingerprint
+from grader.grade.pipeline import grade
 
 A = "ex1_format_reward"
 
@@ -80,15 +80,10 @@ def _class_folder(root):
     return root
 
 
-def _fingerprint(root):
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
-
-
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     root = _class_folder(tmp_path_factory.mktemp("class"))
-    before = _fingerprint(root)
+    before = fingerprint(root)
     outs = [tmp_path_factory.mktemp(f"run{i}") / "out" for i in range(2)]
     with ThreadPoolExecutor(2) as pool:
         runs = list(pool.map(lambda out: grade(root, out, cell_timeout=10, notebook_timeout=40), outs))
@@ -108,7 +103,7 @@ def _score(row):
 
 
 def test_submissions_untouched_and_two_runs_agree(graded):
-    assert _fingerprint(graded["root"]) == graded["before"]
+    assert fingerprint(graded["root"]) == graded["before"]
     first, second = ((out / "grades.csv").read_bytes() for out in graded["outs"])
     assert first == second
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import copy
 import csv
 import json
-import os
 import random
 import string
 
@@ -18,12 +17,13 @@ from grader.cells import grade_id, is_answer, is_locked, is_test
 from course import (
     ASSIGNMENTS, SOURCE, filled, reference_fills, solution_lines, source_notebook, student_notebook,
 )
+from file_tricks import make_file_tricks
 from notebook_fuzz import ODD_NAMES, make_file, mutate_json
-from grader.prepare import read_notebook, repair
-from grader.report import csv_text, md_text
-from grader.sanitize import clean_html, inert_markdown, inert_output
-from grader.submissions import collect, id_problem, printable
-from grader.verdict import difference
+from grader.grade.prepare import read_notebook, repair
+from grader.grade.report import csv_text, md_text
+from grader.grade.sanitize import clean_html, inert_markdown, inert_output
+from grader.grade.submissions import collect, id_problem, printable
+from grader.grade.verdict import difference
 
 A = "ex1_format_reward"
 
@@ -83,7 +83,7 @@ def test_a_deleted_answer_never_brings_the_answer_back():
 
 def _intake(text: str):
     """What prepare does short of writing: read, validate, rebuild, make ready for grading."""
-    from grader.prepare import for_grading
+    from grader.grade.prepare import for_grading
 
     nb = read_notebook(text.encode("utf-8", "surrogatepass"))
     fixed, notes = repair(nb, _release(A), source_notebook(A))
@@ -127,34 +127,24 @@ def _notebook_text():
 
 def test_only_the_students_own_regular_files_are_taken(tmp_path):
     root = tmp_path / "class"
-    honest = root / "honest" / A / f"{A}.ipynb"
-    make_file(honest, _notebook_text(), "file")
-    make_file(root / "link" / A / f"{A}.ipynb", "", "symlink", other=SOURCE / A / f"{A}.ipynb")
-    make_file(root / "classmate" / A / f"{A}.ipynb", "", "symlink", other=honest)
-    make_file(root / "hard" / A / f"{A}.ipynb", "", "hardlink", other=SOURCE / A / f"{A}.ipynb")
-    make_file(root / "twin-a" / A / f"{A}.ipynb", _notebook_text(), "file")
-    make_file(root / "twin-b" / A / f"{A}.ipynb", "", "hardlink", other=root / "twin-a" / A / f"{A}.ipynb")
-    make_file(root / "fifo" / A / f"{A}.ipynb", "", "fifo")
-    make_file(root / "dirnb" / A / f"{A}.ipynb", "", "directory")
-    os.symlink(root / "honest", root / "folderlink")
-    (root / "adirlink").mkdir()
-    os.symlink(root / "honest" / A, root / "adirlink" / A)
-    make_file(root / "both" / A / f"{A}.ipynb", _notebook_text(), "file")
-    make_file(root / f"both_{A}.ipynb", _notebook_text(), "file")
+    make_file(root / "honest" / A / f"{A}.ipynb", _notebook_text(), "file")
+    make_file_tricks(root, A, _notebook_text(), honest=root / "honest", instructor=SOURCE / A / f"{A}.ipynb")
     make_file(root / "misplaced" / f"{A}.ipynb", _notebook_text(), "file")
     rows = {(s.student, s.assignment): s
             for s in collect(root, ASSIGNMENTS, forbidden=[SOURCE / A / f"{A}.ipynb"])}
     assert rows[("honest", A)].status == "ok"
-    for student in ("link", "classmate", "hard", "fifo", "dirnb", "adirlink"):
+    for student in ("link-to-source", "link-to-classmate", "hardlink-to-source", "fifo-notebook",
+                    "folder-named-like-notebook", "assignment-folder-link"):
         assert rows[(student, A)].status == "invalid" and rows[(student, A)].path is None, rows[(student, A)]
         assert "没有打开" in rows[(student, A)].notes[0]
-    for twin in ("twin-a", "twin-b"):
+    for twin in ("hardlink-twin-a", "hardlink-twin-b"):
         assert rows[(twin, A)].status == "conflict" and "硬链接" in rows[(twin, A)].notes[0]
-    assert "讲师答案" in rows[("hard", A)].notes[0]
-    assert rows[("folderlink", "")].status == "invalid" and "符号链接" in rows[("folderlink", "")].notes[0]
-    both = rows[("both", A)]
+    assert "讲师答案" in rows[("hardlink-to-source", A)].notes[0]
+    folder_link = rows[("student-folder-link", "")]
+    assert folder_link.status == "invalid" and "符号链接" in folder_link.notes[0]
+    both = rows[("two-files", A)]
     assert both.status == "conflict" and both.path is None
-    assert f"both/{A}/{A}.ipynb" in both.notes[0] and f"both_{A}.ipynb" in both.notes[0]
+    assert f"two-files/{A}/{A}.ipynb" in both.notes[0] and f"two-files_{A}.ipynb" in both.notes[0]
     assert rows[("misplaced", A)].status == "missing" and "不在规定位置" in " ".join(rows[("misplaced", A)].notes)
 
 
@@ -171,6 +161,38 @@ def test_odd_student_names_are_rejected_or_taken_never_crash(tmp_path, name):
     odd = next(s for s in rows if s.student == printable(name))
     assert (odd.status == "ok") == (id_problem(name) is None)
     assert all(ch.isprintable() for ch in odd.student + "".join(odd.notes))
+
+
+LOOK_ALIKES = [("alice", "аlice"),            # Cyrillic а
+               ("bob", "ｂｏｂ"),              # full-width letters
+               ("Zoë", "Zoe\u0308"),           # composed and decomposed ë
+               ("Omar", "ΟΜΑR"),              # Greek capitals
+               ("paul", "PAUL")]              # only the case
+
+
+@pytest.mark.parametrize("one, other", LOOK_ALIKES)
+def test_ids_a_person_cannot_tell_apart_are_flagged_and_never_graded_twice(tmp_path, one, other):
+    """Both ids handed in the same assignment: a conflict, neither graded, each row naming the other; one
+    handed in another assignment too: graded, with a note. A different id stays apart."""
+    root = tmp_path / "class"
+    other_assignment = next(a for a in ASSIGNMENTS if a != A)
+    try:
+        make_file(root / one / A / f"{A}.ipynb", _notebook_text(), "file")
+        make_file(root / other / A / f"{A}.ipynb", _notebook_text(), "file")
+        make_file(root / other / other_assignment / f"{other_assignment}.ipynb", _notebook_text(), "file")
+    except OSError:
+        pytest.skip("the file system refuses this name")
+    make_file(root / "carol" / A / f"{A}.ipynb", _notebook_text(), "file")
+    rows = {(s.student, s.assignment): s for s in collect(root, ASSIGNMENTS)}
+    if (other, A) not in rows:
+        pytest.skip("the file system stores both names as one")
+    for me, them in ((one, other), (other, one)):
+        row = rows[(me, A)]
+        assert row.status == "conflict" and row.path is None, row
+        assert printable(them) in row.notes[0] and "看起来一样" in row.notes[0]
+    extra = rows[(other, other_assignment)]
+    assert extra.status == "ok" and extra.path is not None and "看起来一样" in extra.notes[0]
+    assert rows[("carol", A)].status == "ok" and not rows[("carol", A)].notes
 
 
 @given(st.text(min_size=0, max_size=40))
@@ -266,6 +288,24 @@ def test_a_hidden_verdict_never_quotes_the_students_values(got, want):
             stack += x
             strings += [v for v in x if isinstance(v, str)]
     assert not [s for s in strings if s in said and len(s) >= 6 and s not in ("ValueError",)], said
+
+
+@given(value=st.one_of(st.text(max_size=30), st.lists(st.text(max_size=12), max_size=3)),
+       which=st.integers(0, 10**6), start=st.integers(0, 40))
+def test_a_visible_verdict_never_quotes_a_hidden_string_or_eight_characters_of_one(value, which, start):
+    """A student's value that carries a hidden test's string (whole, or any eight characters of it in a row,
+    anywhere in the value) is named by its kind, never quoted; the expected value still is."""
+    from course import source_notebook
+    from grader.grade.redact import Redactor, hidden_strings
+
+    hidden = hidden_strings(source_notebook(A))
+    long = [h for h in hidden if len(h) >= 8]
+    piece = long[which % len(long)]
+    piece = piece[start % (len(piece) - 7):][:8 + start % 5]
+    got = value + piece if isinstance(value, str) else value + [piece]
+    said = difference(got, 1.0, show=True, redact=Redactor(hidden)) or ""
+    assert "含隐藏测试里的内容，不显示" in said and piece not in said and said.startswith("结果：期望"), said
+    assert not Redactor(hidden).leaks(said.split("得到")[-1]), said
 
 
 def test_csv_cells_cannot_be_formulas_and_markdown_cannot_be_active(tmp_path):

@@ -1,14 +1,14 @@
 """The first hour in JupyterLab, in a real browser: `make lab` shows students nbgrader's Validate button
 and nothing of its instructor or exchange tools (no "Error fetching courses!"); `make lab-instructor`
 keeps the formgrader; Validate on exercise 7 runs what grading runs (not the training demo), says Success for the
-right answers and shows the Chinese hint for a classic mistake; a freshly opened notebook is not marked unsaved.
+right answers and shows the Chinese hint for a classic mistake; a freshly opened notebook is not marked unsaved;
+both labs are in Simplified Chinese (nbgrader's own strings, e.g. Validate, stay English).
 
 One student lab serves every student test (a folder with copies of the student notebooks)."""
 from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -19,18 +19,13 @@ from pathlib import Path
 import pytest
 
 from course import ROOT, filled, mutated_fills, mutations, reference_fills
+from ports import free_port
 
 TOKEN = "agentrl-test"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _lab(folder: str | Path, student: bool, tmp_path: Path):
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"), "HOME": str(tmp_path)}
     if student:
         env["JUPYTER_CONFIG_PATH"] = str(ROOT / "grader" / "student-lab")
@@ -87,6 +82,11 @@ def test_student_lab_has_validate_and_no_instructor_tools(browser, student_lab, 
     menus = page.inner_text("#jp-MainMenu") if page.locator("#jp-MainMenu").count() else ""
     assert "Nbgrader" not in menus and "Formgrader" not in body
     page.screenshot(path=str(artifacts / "lab-student.png"))
+    # JupyterLab's own UI in Simplified Chinese (the language pack, grader/lab-settings/), as in the screenshot
+    assert page.evaluate("() => document.documentElement.lang") == "zh-CN"
+    assert menus.split() == ["文件", "编辑", "查看", "运行", "内核", "标签页", "设置", "帮助"], menus
+    assert "File" not in menus and "Kernel" not in menus
+    assert "Jupyter 新闻" not in body and "Jupyter news" not in body  # no news-feed question on first start
     with pytest.raises(urllib.error.HTTPError):
         urllib.request.urlopen(f"{student_lab}/formgrader?token={TOKEN}", timeout=10)
     page.close()
@@ -139,6 +139,14 @@ def test_instructor_lab_keeps_the_formgrader(tmp_path):
     proc, base = _lab("grader", False, tmp_path)
     try:
         assert urllib.request.urlopen(f"{base}/formgrader?token={TOKEN}", timeout=30).status == 200
+        # in Chinese too: the locale JupyterLab's settings give the instructor lab
+        plugin = "@jupyterlab/translation-extension:plugin"
+        settings = json.loads(urllib.request.urlopen(f"{base}/lab/api/settings/{plugin}?token={TOKEN}", timeout=30)
+                              .read())
+        locale = settings["settings"].get("locale", settings["schema"]["properties"]["locale"]["default"])
+        assert locale == "zh_CN"  # the administrator's override (grader/lab-settings/) is the schema's default
+        packs = json.loads(urllib.request.urlopen(f"{base}/lab/api/translations?token={TOKEN}", timeout=30).read())
+        assert "zh_CN" in packs["data"], packs
     finally:
         proc.terminate()
         proc.wait(timeout=30)

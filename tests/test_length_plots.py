@@ -61,7 +61,8 @@ def test_values_table_has_every_curve():
     assert "-0.000" not in table
 
 
-def test_plot_has_two_panels_and_ascii_text(recwarn):
+def test_plot_has_two_panels(recwarn):
+    """The figure's language and glyphs: tests/test_figures.py."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -70,10 +71,8 @@ def test_plot_has_two_panels_and_ascii_text(recwarn):
     fig = plot_length_rewards()
     try:
         assert len(fig.axes) == 2
-        # tick labels use U+2212 MINUS SIGN, which matplotlib's default font has; everything else is ASCII
-        texts = [t.get_text().replace("\u2212", "-") for t in fig.findobj(matplotlib.text.Text)]
-        assert any("Cosine" in t for t in texts) and any("DAPO" in t for t in texts)
-        assert all(t.isascii() for t in texts), [t for t in texts if not t.isascii()]
+        texts = [t.get_text() for t in fig.findobj(matplotlib.text.Text)]
+        assert any("cosine" in t.lower() for t in texts) and any("DAPO" in t for t in texts)
         fig.canvas.draw()
     finally:
         plt.close(fig)

@@ -7,12 +7,15 @@ The reference scores full marks, both untouched notebooks score 0, and every wro
 on the test cell written to catch it (the mutation table is printed at the end of the run).
 """
 import csv
+import subprocess
+import sys
+from pathlib import Path
 
 import nbformat
 import pytest
 
 from course import ASSIGNMENTS, ROOT, filled, mutated_fills, mutations, reference_fills, student_notebook
-from grader.pipeline import grade
+from grader.grade.pipeline import grade
 
 MUTATION_TABLE: list[str] = []  # printed at the end of the run by conftest.pytest_terminal_summary
 
@@ -111,3 +114,17 @@ def test_plain_nbgrader_autograde_in_the_course_folder_is_sandboxed_and_judged_o
     scores = cell_scores(course, name)
     assert scores["reference"] == cells[("reference", name)]
     assert scores["wrong"] == cells[("mut-" + _slug(label), name)]
+
+
+def test_the_gradebooks_alembic_revision_is_what_nbgrader_asks_alembic_for():
+    """grader.grade.gradebook answers nbgrader's get_alembic_version in-process (it would start `alembic heads` for
+    every new gradebook): the same revision the alembic command gives."""
+    import nbgrader.api
+    import nbgrader.dbutil
+    from grader.grade.gradebook import alembic_head
+
+    assert nbgrader.api.get_alembic_version is alembic_head
+    alembic = Path(sys.executable).parent / "alembic"
+    with nbgrader.dbutil._temp_alembic_ini("sqlite:////nonexistent/gradebook.db") as ini:
+        heads = subprocess.run([str(alembic), "-c", ini, "heads"], capture_output=True, text=True, check=True).stdout
+    assert heads.split()[0] == alembic_head()

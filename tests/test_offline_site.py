@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from grader import release
+from grader.publish import release
 from course import ASSIGNMENTS, ROOT
 
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
@@ -159,16 +159,59 @@ def test_exercise_page_offers_download_and_launch(name, site_url, browser, built
     site, version = release.course_settings()
     assert (built_site / "dist" / f"agentrl_ref-{version}-py3-none-any.whl").is_file()
     assert f"AGENTRL_REF_VERSION = {version!r}" in student and repr(site) in student
-    # launch buttons: configured in _config.yml, opening the student notebook (links only, never fetched);
-    # the notebook they name is a file of the repository they point at
-    launch = CONFIG["launch_buttons"]
-    for key in ("binderhub_url", "jupyterhub_url", "colab_url"):
-        links = [h for h in hrefs if h.startswith(launch[key].rstrip("/") + "/")]
-        assert links, f"no launch link for {key}"
-        assert all(f"notebooks/{name}.ipynb" in h and f"book/{name}.ipynb" not in h for h in links), links
+    # the notebook links download (a site read from disk would otherwise open their JSON)
+    for label in ("download-student-notebook-button", "download-all-notebooks-button", "download-source-button"):
+        link = page.locator(f"a.btn-{label}")
+        assert link.count() == 1 and link.get_attribute("download") is not None, label
+    # launch buttons: only those whose addresses _config.yml sets (as shipped: none), never at a placeholder
+    launch_links = _launch_links(hrefs)
+    assert not launch_links or CONFIG["repository"]["url"], launch_links
+    assert all(f"notebooks/{name}.ipynb" in h and f"book/{name}.ipynb" not in h for h in launch_links), launch_links
     assert (ROOT / "notebooks" / f"{name}.ipynb").is_file()
-    hub = [h for h in hrefs if h.startswith(launch["jupyterhub_url"].rstrip("/") + "/")]
-    assert all("/hub/user-redirect/git-pull?" in h and "repo=" in h for h in hub), hub  # nbgitpuller
+    page.close()
+
+
+SERVICE_KEYS = ("binderhub_url", "colab_url", "jupyterhub_url")
+PLACEHOLDER_HOSTS = ("example.org", "example.com", "example.net", "localhost", "agentrl-course")
+
+
+def _launch_links(hrefs: list[str]) -> list[str]:
+    services = [CONFIG["launch_buttons"][key].rstrip("/") for key in SERVICE_KEYS if CONFIG["launch_buttons"][key]]
+    return [h for h in hrefs if any(h.startswith(service + "/") for service in services)
+            or "/hub/user-redirect/git-pull" in h]
+
+
+def test_no_launch_button_points_at_a_placeholder_address(built_site):
+    """Every launch link of every page opens a service with a repository _config.yml sets; as shipped (the three
+    addresses empty) there is no launch button at all, and no page links a placeholder host."""
+    import re
+
+    for page in built_site.rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        hrefs = re.findall(r'href="([^"]+)"', text)
+        links = _launch_links(hrefs)
+        assert "dropdown-launch-buttons" not in text or links, page
+        for link in links:
+            assert CONFIG["repository"]["url"] and CONFIG["html"]["baseurl"], (page, link)
+            assert not any(host in link for host in PLACEHOLDER_HOSTS), (page, link)
+        assert not [h for h in hrefs if any(f"//{host}" in h or f".{host}" in h for host in PLACEHOLDER_HOSTS)], page
+    if not (CONFIG["repository"]["url"] and CONFIG["html"]["baseurl"]):
+        assert not any("dropdown-launch-buttons" in p.read_text(encoding="utf-8") for p in built_site.rglob("*.html"))
+
+
+def test_frameworks_page_serves_its_gpu_script(site_url, browser, built_site):
+    """The GPU script is a file the page links, the site serves, and a click saves (not opens)."""
+    page, log = open_recorded(browser, f"{site_url}/book/frameworks.html", site_url)
+    link = page.locator("a.download", has_text="trl_grpo_gsm8k.py")
+    assert link.count() == 1 and link.get_attribute("download") is not None
+    served = (built_site / "book" / link.get_attribute("href")).resolve()
+    assert served.read_bytes() == (ROOT / "book" / "scripts" / "trl_grpo_gsm8k.py").read_bytes()
+    with page.expect_download() as download:
+        link.click()
+    assert download.value.suggested_filename == "trl_grpo_gsm8k.py"
+    text = page.inner_text("main")
+    assert "没有在这里执行过" in text and "pip install trl==" in text and "--smoke" in text
+    assert not log["outside"] and not log["errors"], log
     page.close()
 
 
@@ -176,9 +219,10 @@ def test_notebook_page_without_exercise_has_no_launch_buttons(built_site):
     """book/frameworks.md runs TRL: no hosted service in _config.yml could run it as it is (Colab opens no .md,
     Binder's environment has no TRL), so it offers downloads only."""
     text = (built_site / "book" / "frameworks.html").read_text(encoding="utf-8")
+    assert "dropdown-launch-buttons" not in text
     launch = CONFIG["launch_buttons"]
     for url in (launch["binderhub_url"], launch["colab_url"], launch["jupyterhub_url"]):
-        assert url not in text, url
+        assert not url or url not in text, url
     assert (built_site / "_sources" / "book" / "frameworks.ipynb").is_file()  # the executed page, downloadable
 
 

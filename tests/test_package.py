@@ -29,7 +29,7 @@ import nbformat
 import pytest
 from packaging.requirements import Requirement
 
-from grader import release
+from grader.publish import release
 from agentrl_ref.teaching import cloze
 from course import ASSIGNMENTS, KEEP_OUTPUTS, ROOT, filled, reference_fills
 

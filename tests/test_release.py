@@ -3,8 +3,8 @@ import json
 
 import pytest
 
-from grader import release
-from grader.blanks import BLANK
+from grader.publish import release
+from grader.publish.blanks import BLANK
 from course import ASSIGNMENTS, ROOT, hidden_test_lines, reference_fills, source_notebook, student_notebook
 
 

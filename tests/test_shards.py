@@ -19,11 +19,11 @@ import sys
 import pytest
 
 from class_builder import write_class
-from grader.course import COURSE_ID, ROOT
-from grader.pipeline import grade, report
-from grader.postgres import local_postgres
-from grader.shards import Shard, shard_of
-from slurm_cluster import available, job_states, local_slurm, wait_for_jobs
+from grader.cluster.shards import Shard, shard_of
+from grader.course import COURSE_ID
+from grader.grade.pipeline import grade, report
+from postgres_server import local_postgres
+from slurm_cluster import available, job_states, local_slurm, submit_shards, wait_for_jobs
 
 A = "ex1_format_reward"
 STUDENTS = 12
@@ -40,15 +40,8 @@ def graded(tmp_path_factory):
     with contextlib.redirect_stdout(io.StringIO()):
         grade(tmp / "class", tmp / "single", jobs=2)
     with local_postgres() as db_url:
-        url_file = tmp / "db-url"
-        url_file.write_text(db_url)
-        url_file.chmod(0o600)
         with local_slurm(cpus=2) as slurm:
-            env = {**slurm, "AGENTRL_COURSE": str(ROOT), "SUBMISSIONS": str(tmp / "class"),
-                   "OUT": str(tmp / "sharded"), "AGENTRL_DB_URL_FILE": str(url_file)}
-            submitted = subprocess.run([str(ROOT / "grader/cluster/slurm/submit.sh"), "3", "--cpus-per-task=1",
-                                        f"--chdir={tmp}"], env=env, capture_output=True, text=True, check=True)
-            array, merge = submitted.stdout.split()
+            array, merge = submit_shards(slurm, 3, tmp / "class", tmp / "sharded", db_url, tmp)
             wait_for_jobs(slurm)
             states = {"shards": job_states(slurm, array), "report": job_states(slurm, merge)}
         yield dict(tmp=tmp, db_url=db_url, states=states, logs=sorted(tmp.glob("agentrl-grade-*.log")))

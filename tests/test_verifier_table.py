@@ -90,6 +90,8 @@ def test_run_comparison_keeps_the_row_order():
 def test_plot_verifiers_draws_without_warnings():
     import warnings
 
+    from agentrl_ref.teaching.cjk import cjk_font, zh
+
     import matplotlib
 
     matplotlib.use("Agg")
@@ -101,7 +103,8 @@ def test_plot_verifiers_draws_without_warnings():
         fig = plot_verifiers(rows)
         fig.canvas.draw()
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert labels == ["agrees with human", "false negative", "false positive"]
+    assert labels == ([zh("与人工一致", ""), zh("漏判", ""), zh("误判", "")] if cjk_font() else
+                      ["agrees with human", "false negative", "false positive"])
     plt.close(fig)
 
 

@@ -1,5 +1,6 @@
 """Visible tests of exercise 1 (format reward): the seed page's table, multi-line content, text before the
-tags, repeated groups. Each test returns what it observed (the scores), which run_test records for grading."""
+tags and after them, repeated and nested groups, the edge cases of the rule (empty, \\r\\n, full-width space, case,
+a long run of tags). Each test returns what it observed (the scores), which run_test records for grading."""
 from agentrl_ref.checks import expect, visible_test
 
 EX = "ex1_format_reward"
@@ -18,9 +19,13 @@ SEARCH_HINT = ("用 re.match（或在正则开头加 \\A），不要用 re.searc
                "开头的多余文字、前面的第一组标签都会被跳过。")
 
 
+def _short(text: str) -> str:
+    return repr(text) if len(text) <= 100 else repr(text[:40]) + f"…（共 {len(text)} 个字符）"
+
+
 def _expect_score(format_reward, text: str, expected: float, hint: str) -> float:
     got = format_reward(text)
-    expect(got == expected, f"输入 {text!r} 得到 {got!r}，期望 {expected}", hint=hint)
+    expect(got == expected, f"输入 {_short(text)} 得到 {got!r}，期望 {expected}", hint=hint)
     return got
 
 
@@ -59,3 +64,41 @@ def repeated_groups(format_reward):
     hint = SEARCH_HINT if _searches_anywhere(format_reward) else \
         "内容部分不能用 .*?，要用 NO_TAG：.*? 会把第二组标签当成内容吞下去，NO_TAG 不允许内容里出现任何标签。"
     return _expect_score(format_reward, REPEATED, 0.0, hint)
+
+
+@visible_test(EX, "format_reward", "</answer> 后面有多余的文字")
+def text_after_answer(format_reward):
+    hint = "正则要一直匹配到字符串的结尾：最后是 \\s*\\Z。re.match 只管开头，结尾要自己锚住。"
+    return [_expect_score(format_reward, text, 0.0, hint)
+            for text in ("<think>a</think><answer>1</answer> 以上。", "<think>a</think><answer>1</answer>\nP.S. hi")]
+
+
+@visible_test(EX, "format_reward", "嵌套的标签")
+def nested_tags(format_reward):
+    hint = SEARCH_HINT if _searches_anywhere(format_reward) else \
+        "标签里的内容不能再出现任何一个标签：用 NO_TAG，不要用 .*? 或 .*。"
+    return [_expect_score(format_reward, text, 0.0, hint)
+            for text in ("<think>x</think><answer>see <answer>2</answer></answer>",
+                         "<think>1 <think>2</think></think><answer>3</answer>")]
+
+
+# (text, expected, hint): the rule's edge cases a model really produces; the last one is a few KB of repeated tags
+ROBUST_CASES = (
+    ("", 0.0, "空字符串也是一条模型输出：应得 0.0，不能抛异常。"),
+    ("<think>x\r\ny</think>\r\n<answer>2</answer>\r\n", 1.0, "Windows 换行 \\r\\n 也是空白：\\s 匹配 \\r。"),
+    ("\u3000<think>想一想</think>\u3000<answer>3</answer>", 1.0,
+     "全角空格 \\u3000 也是空白：Python 的 \\s 在 str 上匹配它，不要自己列一张空白字符表。"),
+    ("<THINK>a</THINK><ANSWER>1</ANSWER>", 0.0, "标签区分大小写：不要加 re.IGNORECASE。"),
+    (" <think></think> <answer></answer>", 1.0, "标签里的内容可以是空的：内容部分用 *（零个或多个），不要用 +。"),
+    ("<think>" + "</think><answer></answer>y" * 300, 0.0,
+     "一长串重复的标签：只有一组 <think>…</think><answer>…</answer> 才合格。"),
+)
+
+
+@visible_test(EX, "format_reward", "空字符串、\\r\\n、全角空格、大写标签、空的内容、一长串重复标签")
+def robust_inputs(format_reward):
+    got = []
+    for text, expected, hint in ROBUST_CASES:
+        print(f"  {format_reward(text)!s:>4}  期望 {expected}  | {_short(text)}")
+        got.append(_expect_score(format_reward, text, expected, hint))
+    return got

@@ -42,6 +42,16 @@ def _call(fn, *args):
         return None, exc
 
 
+def _extract_each(extract_boxed_answer, cases) -> list:
+    """extract_boxed_answer on each (text, expected, hint), checked in turn; what it returned."""
+    observed = []
+    for text, expected, hint in cases:
+        got = extract_boxed_answer(text)
+        observed.append(got)
+        expect(got == expected, f"extract_boxed_answer({text!r}) 得到 {got!r}，期望 {expected!r}", hint=hint)
+    return observed
+
+
 @visible_test(EX, "accuracy_reward", "原页面的测试表（5 个输入）")
 def seed_table(accuracy_reward):
     results = []
@@ -64,15 +74,10 @@ def extract_boxes(extract_boxed_answer):
         ("First \\boxed{1}, then \\boxed{\\frac{3}{4}}.", "\\frac{3}{4}", SEED_HINTS[2]),
         ("没有答案", None, SEED_HINTS[3]),
     ]
-    observed = []
-    for text, expected, hint in cases:
-        got = extract_boxed_answer(text)
-        observed.append(got)
-        expect(got == expected, f"extract_boxed_answer({text!r}) 得到 {got!r}，期望 {expected!r}", hint=hint)
-    return observed
+    return _extract_each(extract_boxed_answer, cases)
 
 
-@visible_test(EX, "accuracy_reward", "模型写出 inf、nan、1/0 时返回 None / 0.0，不抛异常")
+@visible_test(EX, "accuracy_reward", "模型写出 inf、nan、1/0 或者没写框时返回 None / 0.0，不抛异常")
 def never_raises(normalize_to_fraction, accuracy_reward):
     observed = []
     for s in ["inf", "nan", "1/0"]:
@@ -80,9 +85,71 @@ def never_raises(normalize_to_fraction, accuracy_reward):
         expect(exc is None, f"normalize_to_fraction({s!r}) 抛出了 {type(exc).__name__}: {exc}", hint=NEVER_RAISES_HINT)
         expect(got is None, f"normalize_to_fraction({s!r}) 得到 {got!r}，期望 None", hint=NEVER_RAISES_HINT)
         observed.append(got)
+    got, exc = _call(accuracy_reward, "答案是 7，但是没写框", "7")
+    expect(exc is None, f"accuracy_reward('答案是 7，但是没写框', '7') 抛出了 {type(exc).__name__}: {exc}",
+           hint=SEED_HINTS[3])
+    expect(got == 0.0, f"accuracy_reward('答案是 7，但是没写框', '7') 得到 {got!r}，期望 0.0", hint=SEED_HINTS[3])
+    observed.append(got)
     got, exc = _call(accuracy_reward, "\\boxed{inf}", "1")
     expect(exc is None, f"accuracy_reward('\\\\boxed{{inf}}', '1') 抛出了 {type(exc).__name__}: {exc}",
            hint=NEVER_RAISES_HINT)
     expect(got == 0.0, f"accuracy_reward('\\\\boxed{{inf}}', '1') 得到 {got!r}，期望 0.0", hint=NEVER_RAISES_HINT)
     observed.append(got)
+    return observed
+
+
+@visible_test(EX, "accuracy_reward", "\\frac 的几种写法：\\dfrac、\\tfrac、前面的负号")
+def frac_forms(normalize_to_fraction, accuracy_reward):
+    from fractions import Fraction
+
+    hint = "\\dfrac、\\tfrac 和负号由格子里写好的 FRAC 正则改写成 a/b，再交给 Fraction：TODO 2 只要 Fraction(s)。"
+    observed = []
+    forms = (("\\dfrac{3}{4}", Fraction(3, 4)), ("-\\frac{1}{2}", Fraction(-1, 2)), ("\\tfrac{2}{6}", Fraction(1, 3)))
+    for s, want in forms:
+        got, exc = _call(normalize_to_fraction, s)
+        expect(exc is None, f"normalize_to_fraction({s!r}) 抛出了 {type(exc).__name__}: {exc}", hint=hint)
+        expect(got == want, f"normalize_to_fraction({s!r}) 得到 {got!r}，期望 {want!r}", hint=hint)
+        observed.append(got)
+    got, exc = _call(accuracy_reward, "所以 \\boxed{-\\dfrac{1}{4}}", "-0.25")
+    expect(exc is None and got == 1.0, f"accuracy_reward('所以 \\\\boxed{{-\\\\dfrac{{1}}{{4}}}}', '-0.25') 得到 "
+           f"{type(exc).__name__ if exc else repr(got)}，期望 1.0", hint=hint)
+    return observed + [got]
+
+
+@visible_test(EX, "accuracy_reward", "框后面又提到 \\boxed、最后一个框没闭合、空框")
+def extract_edge_cases(extract_boxed_answer):
+    cases = [
+        ("\\boxed{5}，这个命令叫 \\boxed", "5",
+         "要找的是 BOX（带着 {）：只找 \\boxed 的话，框后面再提一句 \\boxed 就会把真正的框盖掉。"),
+        ("\\boxed{1}，不对，应该是 \\boxed{2", None,
+         "最后一个 \\boxed{ 到结尾都没闭合（输出被截断）：返回 None，不要退回前面的框。"),
+        ("答：\\boxed{}", "", "空框的内容是空字符串：计数器在紧跟着的 } 上就回到 0。"),
+    ]
+    return _extract_each(extract_boxed_answer, cases)
+
+
+EXACT_HINT = ("比较要精确：Fraction(s) 直接读字符串。经过 float 的话，只差最后一位的 20 位整数会变得相等，"
+              "0.1 也变成一个和 1/10 差一点点的二进制分数。")
+
+
+@visible_test(EX, "accuracy_reward", "精确比较：不经过浮点数")
+def exact(normalize_to_fraction, accuracy_reward):
+    from fractions import Fraction
+
+    got = normalize_to_fraction("0.1")
+    expect(got == Fraction(1, 10), f"normalize_to_fraction('0.1') 得到 {got!r}，期望 Fraction(1, 10)", hint=EXACT_HINT)
+    big = accuracy_reward("\\boxed{10000000000000000001}", "10000000000000000000")
+    expect(big == 0.0, f"accuracy_reward('\\\\boxed{{10000000000000000001}}', '10000000000000000000') 得到 {big!r}，"
+           "期望 0.0（两个数差 1）", hint=EXACT_HINT)
+    return [got, big]
+
+
+@visible_test(EX, "accuracy_reward", "标准答案是 0 的题")
+def zero_answer(accuracy_reward):
+    hint = "Fraction(0) 的真值是 False：判断“没化出来”要写 is None，不能写 not pred。"
+    observed = []
+    for completion, gold, want in (("答：\\boxed{0}", "0.0", 1.0), ("\\boxed{0}", "3", 0.0)):
+        got = accuracy_reward(completion, gold)
+        observed.append(got)
+        expect(got == want, f"accuracy_reward({completion!r}, {gold!r}) 得到 {got!r}，期望 {want}", hint=hint)
     return observed

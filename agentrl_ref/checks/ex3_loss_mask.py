@@ -79,6 +79,19 @@ def chatml_rule(is_trainable):
     return answers
 
 
+@visible_test(EX, "is_trainable", "从数据里读进来的角色名和部分名")
+def names_from_data(is_trainable):
+    cases = [("assistant", "content", True), ("assistant", "end", True), ("assistant", "sep", False),
+             ("user", "end", False)]
+    roles = _names_from_data(",".join(role for role, _, _ in cases))
+    parts = _names_from_data(",".join(part for _, part, _ in cases))
+    answers = [is_trainable(role, part) for role, part in zip(roles, parts)]
+    for (role, part, want), got in zip(cases, answers):
+        print(f"  {role:9s} {part:8s} -> {int(bool(got))}   期望 {int(want)}")
+        expect(bool(got) == want, f"运行时读进来的 {role!r}、{part!r}：得到 {got!r}，期望 {want}", hint=IS_HINT)
+    return answers
+
+
 @visible_test(EX, "is_trainable", "真实对话：每个 token 的 mask 与 verl 的做法一致")
 def real_conversation(is_trainable):
     from agentrl_ref.teaching.chat_template import AGENT_CONVERSATION, loss_mask_from_tokens, tokenize_chat
@@ -94,3 +107,44 @@ def real_conversation(is_trainable):
         expect(g == w, f"token {t} {label!r}（{chat.roles[t]} 的 {chat.parts[t]}）得到 {g}，期望 {w}",
                hint="只训练 assistant 的正文和它的 <|im_end|>。")
     return answers
+
+
+IS_HINT = ("比较字符串的内容要用 ==，不要用 is：代码里写死的字面量碰巧是同一个对象，从文件、分词器读进来的"
+           "角色名内容相同，却是另一个对象。")
+
+
+def _names_from_data(text: str, sep: str = ",") -> list[str]:
+    """Names as a tokenizer or a JSON file hands them over: equal to the literals, never the same objects."""
+    return ["".join(list(name)) for name in text.split(sep)]
+
+
+@visible_test(EX, "loss_mask", "从数据里读进来的角色名（内容相同、不是同一个对象）")
+def roles_from_data(build_loss_mask):
+    system, user, assistant, tool = _names_from_data("system,user,assistant,tool")
+    spans = [(system, 0, 1), (user, 1, 3), (assistant, 3, 5), (tool, 5, 6), (assistant, 6, 8)]
+    want = [0, 0, 0, 1, 1, 0, 1, 1]
+    mask = list(build_loss_mask(list(range(8)), spans))
+    print(f"  mask: {mask}   期望 {want}")
+    expect(mask == want, f"角色名是运行时读进来的字符串：得到 {mask}，期望 {want}", hint=IS_HINT)
+    return mask
+
+
+@visible_test(EX, "loss_mask", "边界情况：空轨迹、长度为 0 的段、相邻的两段、不在任何段里的 token、不改动输入")
+def edge_cases(build_loss_mask):
+    cases = [
+        ([], [], [], "空轨迹：没有 token，mask 也是空列表。"),
+        ([7, 8, 9, 10], [("assistant", 2, 2)], [0, 0, 0, 0], "长度为 0 的段（start == end）不含任何 token。"),
+        (list(range(6)), [("assistant", 0, 3), ("assistant", 3, 6)], [1] * 6, "首尾相接的两段 assistant 都要记 1。"),
+        (list(range(6)), [("user", 0, 2), ("assistant", 4, 6)], [0, 0, 0, 0, 1, 1],
+         "不属于任何一段的 token（这里是 2、3）记 0。"),
+    ]
+    observed = []
+    for ids, spans, want, hint in cases:
+        kept_ids, kept_spans = list(ids), list(spans)
+        mask = build_loss_mask(ids, spans)
+        observed.append(mask)
+        expect(list(mask) == want, f"build_loss_mask({kept_ids}, {kept_spans}) 得到 {mask}，期望 {want}", hint=hint)
+        expect(ids == kept_ids and spans == kept_spans,
+               f"调用之后传进来的 token_ids 或 role_spans 被改了：{ids}、{spans}",
+               hint="新建一个列表来放 mask（[0] * len(token_ids)），不要改动调用者的列表。")
+    return observed

@@ -189,3 +189,105 @@ async def several_trainers(AsyncRolloutBuffer):
         first_state = task_state(first)
     expect(got == ["x"], f"第二个 trainer 拿到 {got!r}，期望 ['x']")
     return {"first": first_state, "second": got, "left": list(buf.buf)}
+
+
+WAKE_HINT = ("被叫醒不等于数据够了：wait_for 的条件是“至少攒够一个 batch”，每次醒来都重新检查，不成立就接着等。")
+
+
+@visible_test(EX, PART, "被多余地叫醒时接着等：数据不够，或者被另一个 trainer 抢先拿走")
+async def extra_wakeups(AsyncRolloutBuffer):
+    buf = AsyncRolloutBuffer(batch_size=2, max_capacity=10)
+    async with _Tasks() as tasks:
+        trainer = tasks.start(buf.get_batch())
+        await spin()
+        await buf.put("a")
+        for _ in range(2):  # someone notifies although one item is not a batch
+            async with buf.cond:
+                buf.cond.notify_all()
+            await spin()
+        woken_early = task_state(trainer)
+        if trainer.done():
+            crash = _crash(trainer)
+            got = f"抛出 {crash}" if crash else f"拿到 {trainer.result()!r}"
+            expect(False, f"只有 1 条、batch_size=2，被叫醒的 trainer 却已经返回（{got}）",
+                   hint=WAKE_HINT)
+        await buf.put("b")
+        first = await _within(trainer, "放入第 2 条之后 trainer 仍然没有拿到 batch")
+        # two trainers wait, one batch arrives: one takes it, the other must go back to waiting
+        one, two = tasks.start(buf.get_batch()), tasks.start(buf.get_batch())
+        await spin()
+        await _put_all(buf, ["c", "d"])
+        await spin()
+        states = [task_state(one), task_state(two)]
+        crash = next((_crash(t) for t in (one, two) if t.done() and _crash(t)), "")
+        expect(not crash, f"两个 trainer 等一个 batch：有一个抛出了 {crash}", hint=WAKE_HINT)
+        expect(sorted(states, key=repr) == sorted([["c", "d"], "waiting"], key=repr),
+               f"两个 trainer 等一个 batch，放入 2 条后它们是 {states}，期望一个拿到 ['c', 'd']、另一个接着等",
+               hint=WAKE_HINT)
+    expect(first == ["a", "b"], f"trainer 拿到 {first!r}，期望 ['a', 'b']")
+    return {"woken_early": woken_early, "first": first, "two_trainers": sorted(states, key=repr)}
+
+
+@visible_test(EX, PART, "同一个 Condition 上等别的条件的协程（只等“队列非空”）也要按时被叫醒")
+async def observer_on_same_condition(AsyncRolloutBuffer):
+    buf = AsyncRolloutBuffer(batch_size=3, max_capacity=10)
+
+    async def observer():
+        async with buf.cond:
+            await buf.cond.wait_for(lambda: len(buf.buf) > 0)
+            return list(buf.buf)
+
+    async with _Tasks() as tasks:
+        watching = tasks.start(observer())
+        await spin()
+        trainer = tasks.start(buf.get_batch())
+        await spin()
+        await buf.put("first")
+        await spin()
+        seen = task_state(watching)
+        expect(seen == ["first"], f"放入第 1 条以后，等“队列非空”的协程是 {seen!r}，期望它醒来、看到 ['first']",
+               hint="每次 put 都要 notify_all()：Condition 上可能有人在等别的条件。别在 put 里自己判断"
+                    "“够不够一个 batch”再决定叫不叫：判断条件是等待者自己的事（wait_for）。")
+        await _put_all(buf, ["second", "third"])
+        batch = await _within(trainer, "放满一个 batch 后 trainer 没有拿到它")
+    return {"observer": seen, "trainer": batch}
+
+
+@visible_test(EX, PART, "3 个 worker、2 个 trainer 并发：一条不丢、一条不重复、每个 worker 的轨迹按顺序训练")
+async def several_workers_and_trainers(AsyncRolloutBuffer):
+    rng = random.Random(44)
+    buf = AsyncRolloutBuffer(batch_size=4, max_capacity=64)
+    batches: list[list] = []
+
+    async def worker(w):
+        for i in range(8):
+            await spin(rng.randint(0, 2))
+            await buf.put((w, i))
+
+    async def trainer():
+        while True:
+            batches.append(await buf.get_batch())
+            await spin(rng.randint(0, 6))  # a training step: the workers keep going meanwhile
+
+    async with _Tasks() as tasks:
+        loops = [tasks.start(trainer()) for _ in range(2)]
+        await _within(asyncio.gather(*(worker(w) for w in range(3))), "worker 没能放完轨迹")
+
+        async def all_batches():
+            while len(batches) < 6 and not any(t.done() for t in loops):
+                await asyncio.sleep(0)
+
+        await _within(all_batches(), "24 条轨迹、batch_size=4：trainer 没拿到全部 6 个 batch",
+                      hint="队列容量是 max_capacity（这里 64），不是 batch_size：放得比取得快时也不能丢。")
+        crash = next((_crash(t) for t in loops if t.done() and _crash(t)), "")
+        expect(not crash, f"trainer 抛出了 {crash}")
+    trained = [item for batch in batches for item in batch]
+    per_worker = [[i for w2, i in trained if w2 == w] for w in range(3)]
+    print(f"  batch 大小 {[len(b) for b in batches]}，队列里剩 {len(buf.buf)} 条")
+    expect(all(len(b) == 4 for b in batches), f"batch 大小是 {[len(b) for b in batches]}，每个都应是 4")
+    expect(sorted(trained) == sorted((w, i) for w in range(3) for i in range(8)),
+           f"训练了 {len(trained)} 条、其中不同的 {len(set(trained))} 条，期望 24 条各一次",
+           hint="队列最多 max_capacity 条，不是 batch_size 条：deque(maxlen=max_capacity)。")
+    expect(per_worker == [list(range(8))] * 3, f"每个 worker 的轨迹被训练的顺序是 {per_worker}，期望各自 0..7",
+           hint="先进先出：append 放在右边，popleft 从左边取。")
+    return {"sizes": [len(b) for b in batches], "per_worker": per_worker, "left": list(buf.buf)}

@@ -86,3 +86,86 @@ def key_mismatch(make_reward_fn):
                hint="assert 在 python -O 下会被整条删掉；配置错误要用 raise ValueError。")
     expect(False, "weights 多了 'rep'，make_reward_fn 却没有报错",
            hint="在构造时就检查两边的 key 是否完全一致，不一致就 raise ValueError。")
+
+
+def _padded(length: int, box: str = "\\boxed{4}") -> str:
+    """A completion of exactly `length` characters that ends in `box`."""
+    return " " * (length - len(box)) + box
+
+
+@visible_test(EX, "cosine_length_reward", "答错的一支：在 −1 和 0 之间，随长度上升，和答对的一支互为相反数")
+def wrong_branch(cosine_length_reward):
+    lengths = (16, 64, 128, 192, 256)  # max_len 256: L / max_len from 1/16 to 1
+    wrong = [cosine_length_reward(_padded(n), "5", max_len=256) for n in lengths]
+    right = [cosine_length_reward(_padded(n), "4", max_len=256) for n in lengths]
+    print("  长度        " + "".join(f"{n:>8}" for n in lengths))
+    print("  答错        " + "".join(f"{_show(w):>8}" for w in wrong))
+    print("  答对        " + "".join(f"{_show(r):>8}" for r in right))
+    hint = "答错的一支是 -1.0 + cos_factor：L=0 时 -1，随长度升到 0；它和答对的一支 1.0 - cos_factor 正好互为相反数。"
+    numbers = all(isinstance(v, (int, float)) for v in wrong + right)
+    expect(numbers, "返回值不全是数", hint=hint)
+    expect(all(-1.0 <= w <= 0.0 for w in wrong), f"答错时得到 {[_show(w) for w in wrong]}，应当都在 -1 和 0 之间",
+           hint=hint)
+    expect(all(a < b for a, b in zip(wrong, wrong[1:])), f"答错时得到 {[_show(w) for w in wrong]}，应当随长度上升",
+           hint=hint)
+    expect(all(abs(w + r) <= 1e-9 for w, r in zip(wrong, right)),
+           f"同样长的回答，答错 {[_show(w) for w in wrong]}、答对 {[_show(r) for r in right]}，应当互为相反数",
+           hint=hint)
+    return [wrong, right]
+
+
+@visible_test(EX, "cosine_length_reward", "超过 max_len 的回答按 max_len 算：两支都是 0，余弦不掉头")
+def past_max_len(cosine_length_reward):
+    cases = [(_padded(600), "4", {}), (_padded(600), "5", {}), (_padded(150), "4", {"max_len": 100}),
+             (_padded(150), "5", {"max_len": 100})]
+    got = [cosine_length_reward(text, gold, **kw) for text, gold, kw in cases]
+    print(f"  600 个字符（max_len 512）：答对 {_show(got[0])}、答错 {_show(got[1])}；"
+          f"150 个字符（max_len 100）：答对 {_show(got[2])}、答错 {_show(got[3])}（期望都是 0）")
+    for (text, gold, kw), g in zip(cases, got):
+        branch = "答对" if gold == "4" else "答错"
+        expect(_close(g, 0.0), f"{len(text)} 个字符、max_len={kw.get('max_len', 512)}、{branch}："
+                               f"得到 {g!r}，期望 0.0",
+               hint="L/max_len 要截断到 1（min(L / max_len, 1.0)）：过了 max_len，cos 会掉头往回走。")
+    return got
+
+
+@visible_test(EX, "make_reward_fn", "分量名的其他几种对不上：有函数没权重、个数相同名字不同；书写顺序不同不算错")
+def key_mismatch_other_ways(make_reward_fn):
+    funcs = {"fmt": lambda c, g: 1.0, "acc": lambda c, g: 0.0}
+    hint = "两张表的 key 要完全一样：set(weights) == set(funcs)。只比个数、只查一边是另一边的子集，都会漏掉一种错。"
+    observed = []
+    for weights, what in (({"fmt": 1.0}, "funcs 多了 'acc'（有函数、没权重）"),
+                          ({"fmt": 1.0, "len": 0.5}, "个数相同，但 weights 里是 'len'、funcs 里是 'acc'")):
+        try:
+            make_reward_fn(weights, funcs)
+        except ValueError as exc:
+            print(f"  {what}：ValueError: {exc}")
+            observed.append(type(exc).__name__)
+            continue
+        expect(False, f"{what}，make_reward_fn 却没有报错", hint=hint)
+    try:
+        R = make_reward_fn({"acc": 2.0, "fmt": 0.5}, funcs)
+    except Exception as exc:
+        expect(False, f"两张表的 key 相同、只是书写顺序不同，却抛出了 {type(exc).__name__}: {exc}",
+               hint="书写顺序不算数：比较 key 的集合。")
+    observed.append(sorted(R("x", "y")))
+    return observed
+
+
+@visible_test(EX, "make_reward_fn", "total 按名字加权：负权重、两张表的书写顺序不同")
+def total_by_name(make_reward_fn):
+    funcs = {"a": lambda c, g: 1.0, "b": lambda c, g: 0.25}
+    R = make_reward_fn({"b": 2.0, "a": -1.0}, funcs)
+    scores = R("any completion", "gold")
+    print(f"  R = {scores}")
+    want = -1.0 * 1.0 + 2.0 * 0.25  # -0.5
+    expect(isinstance(scores, dict) and set(scores) == {"a", "b", "total"},
+           f"返回 {scores!r}，期望一个 dict：a、b 两个分量和 total")
+    expect(scores["a"] == 1.0 and scores["b"] == 0.25,
+           f"分量 a = {scores['a']!r}、b = {scores['b']!r}，期望 1.0 和 0.25",
+           hint="每个分量的原始分数原样留在 dict 里，只有 total 是加权的。")
+    hint = "按名字配对：weights[k] * scores[k]。两张表的书写顺序可以不同，按位置 zip 会配错。"
+    if _close(scores["total"], 1.25) or _close(scores["total"], 0.625):
+        hint = "total 是每个分量乘以它自己的权重再相加，不是分量的直接求和或平均。"
+    expect(_close(scores["total"], want), f"total = {scores['total']!r}，期望 {want}（= -1.0·a + 2.0·b）", hint=hint)
+    return scores

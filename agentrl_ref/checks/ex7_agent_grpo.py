@@ -226,3 +226,49 @@ def group_broadcast(token_advantages):
     expect(close, f"前两行得到 {[[round(x, 3) + 0.0 for x in row] for row in got[:2]]}，"
                   f"期望 {[[round(x, 3) + 0.0 for x in row] for row in want[:2]]}", hint=hint)
     return out
+
+
+ZERO_MASK_HINT = ("mask 全为 0（这一批里没有一个要训练的 token）时分母是 0，0/0 得 nan，整个模型的梯度都会变成 nan："
+                  "分母写 mask.sum().clamp(min=1.0)，没有 token 时损失是 0。")
+
+
+@visible_test(EX, "clipped_pg_loss",
+              "约定：mask 全为 0 时返回 0；mask 的 dtype 不影响结果；float64 进、float64 出；形状不一致报 ValueError")
+def contract(clipped_pg_loss):
+    import torch
+
+    # ratios 1.0 and 1.5 (clipped to 1.2), A = +1 and -0.5: per-token losses -1.0 and 0.75
+    logp_new = torch.tensor([[0.0, math.log(1.5), -1.0]], dtype=torch.float64)
+    logp_old = torch.tensor([[0.0, 0.0, -1.0]], dtype=torch.float64)
+    advantages = torch.tensor([[1.0, -0.5, 2.0]], dtype=torch.float64)
+    trained = torch.tensor([[True, True, False]])
+    zero = clipped_pg_loss(logp_new, logp_old, advantages, torch.zeros(1, 3, dtype=torch.float64), 0.2)
+    _expect_scalar("clipped_pg_loss", zero)
+    print(f"  mask 全为 0: {float(zero.detach())}")
+    expect(math.isfinite(float(zero.detach())) and float(zero.detach()) == 0.0,
+           f"mask 全为 0：得到 {float(zero.detach())}，期望 0.0", hint=_diagnose(clipped_pg_loss) or ZERO_MASK_HINT)
+    by_dtype = {}
+    for name, mask in (("float", trained.double()), ("int", trained.long()), ("bool", trained)):
+        out = clipped_pg_loss(logp_new, logp_old, advantages, mask, 0.2)
+        _expect_scalar("clipped_pg_loss", out)
+        by_dtype[name] = out
+    values = {name: round(float(out.detach()), 6) + 0.0 for name, out in by_dtype.items()}
+    print(f"  三种 mask 的 dtype: {values}（期望都是 -0.125）")
+    expect(all(abs(v + 0.125) <= TOL for v in values.values()),
+           f"mask 是 float、int、bool 时得到 {values}，期望都是 -0.125（两个训练 token 的损失 -1.0 和 0.75 的平均）",
+           hint=_diagnose(clipped_pg_loss)
+           or "先把 mask 变成和损失一样的浮点类型（格子里写好的 loss_mask.to(per_token.dtype)），再乘、再求和。")
+    dtype = by_dtype["float"].dtype
+    expect(dtype == torch.float64, f"输入是 float64，损失却是 {dtype}，期望 float64",
+           hint="不要用 torch.tensor(...) 或 .float() 新建中间结果：从输入算出来的张量自动保持 float64。")
+    try:
+        clipped_pg_loss(logp_new, logp_old, advantages[:, :2], trained[:, :2], 0.2)
+    except ValueError:
+        shape_error = "ValueError"
+    except Exception as exc:
+        shape_error = type(exc).__name__
+    else:
+        shape_error = None
+    expect(shape_error == "ValueError", f"四个输入的形状不一致，得到 {shape_error or '没有报错'}，期望 ValueError",
+           hint="格子开头写好的形状检查不要删：形状对不上时广播会悄悄算出一个错的损失。")
+    return [zero, *by_dtype.values(), shape_error]

@@ -5,7 +5,7 @@
 - `plot_outcome_credit` (where the original page is wrong about GRPO and KL): GRPO's group-normalised
   advantage broadcast to every token; the same scalar stored at the last token followed by
   reward-to-go for several gamma; and the per-token KL penalty that PPO really puts into the reward.
-Figures carry ASCII text only (no CJK glyphs in matplotlib); the notebook's prose is in Chinese.
+Figure text is Chinese where a CJK font is installed, English elsewhere (cjk.zh).
 """
 from __future__ import annotations
 
@@ -19,21 +19,23 @@ from agentrl_ref.token_credit import (
 )
 
 STRATEGIES = ("last token", "uniform", "KL-weighted")
+STRATEGY_NAMES = {"last token": "最后一个 token", "uniform": "均摊", "KL-weighted": "按 KL 加权"}
 GAMMAS = (1.0, 0.99, 0.95, 0.9)
 
 
 class Trajectory(NamedTuple):
-    title: str
+    title: str                      # Chinese (printed by the page, and the figure's where it can show Chinese)
     mask: torch.Tensor              # [T] int64, 1 = token the policy generated (trained)
     kl: torch.Tensor                # [T] float32, |KL(policy || ref)| per token, 0 where mask is 0
     segments: list[tuple[str, int, int]]  # (label, start, end) for the axis annotations
+    title_en: str                   # the figure's title where no CJK font is installed
 
 
 def seed_example() -> Trajectory:
     """The seed page's example: 9 tokens, 5 of them trained, one KL spike (2.0 at index 5)."""
     mask = torch.tensor([0, 0, 1, 1, 0, 1, 1, 1, 0])
     kl = torch.tensor([0.0, 0.0, 0.1, 0.5, 0.0, 2.0, 0.1, 0.3, 0.0])
-    return Trajectory("seed example (T=9)", mask, kl, [])
+    return Trajectory("原页面的例子（T=9）", mask, kl, [], "seed example (T=9)")
 
 
 # (role, number of tokens) of a tool-using trajectory; only "assistant" tokens are trained
@@ -62,7 +64,8 @@ def long_trajectory(seed: int = 0) -> Trajectory:
     kl[first_turn[1] - 4] = 1.5   # "<call>": the decision to use the tool
     kl[second_turn[1] - 2] = 2.5  # the token that writes the answer
     labels = {"system": "sys", "user": "user", "assistant": "asst", "tool": "tool", "pad": "pad"}
-    return Trajectory(f"multi-turn trajectory (T={start})", mask, kl, [(labels[r], lo, hi) for r, lo, hi in spans])
+    return Trajectory(f"多轮轨迹（T={start}）", mask, kl, [(labels[r], lo, hi) for r, lo, hi in spans],
+                      f"multi-turn trajectory (T={start})")
 
 
 def credit(traj: Trajectory, seq_reward: float = 1.0) -> dict[str, torch.Tensor]:
@@ -101,6 +104,8 @@ def plot_strategies(trajectories: Sequence[Trajectory], seq_reward: float = 1.0)
     """Rows: the three strategies; columns: the trajectories. Grey = untrained (mask 0) tokens."""
     import matplotlib.pyplot as plt
 
+    from agentrl_ref.teaching.cjk import zh
+
     colors = {"last token": "tab:blue", "uniform": "tab:orange", "KL-weighted": "tab:green"}
     widths = [max(len(t.mask), 12) for t in trajectories]
     fig, axes = plt.subplots(len(STRATEGIES), len(trajectories), figsize=(11, 6.6), dpi=110, sharey="row",
@@ -116,16 +121,18 @@ def plot_strategies(trajectories: Sequence[Trajectory], seq_reward: float = 1.0)
             ax.set_xlim(-0.5, len(traj.mask) - 0.5)
             top = max(r[name].max().item() for r in all_rewards)
             ax.set_ylim(0, top * 1.3)  # head room for the sum/max note
-            ax.text(0.99, 0.93, f"sum = {values.sum().item():.2f}, max = {values.max().item():.3f}",
+            ax.text(0.99, 0.93, zh(f"合计 {values.sum().item():.2f}，最大 {values.max().item():.3f}",
+                                   f"sum = {values.sum().item():.2f}, max = {values.max().item():.3f}"),
                     transform=ax.transAxes, ha="right", va="top", fontsize=8)
             if col == 0:
-                ax.set_ylabel(name)
+                ax.set_ylabel(zh(STRATEGY_NAMES[name], name))
             if row == 0:
-                ax.set_title(traj.title, pad=16)
+                ax.set_title(zh(traj.title, traj.title_en), pad=16)
                 _label_segments(ax, traj.segments)
             if row == len(STRATEGIES) - 1:
-                ax.set_xlabel("token position")
-    fig.suptitle(f"One sequence reward r = {seq_reward:g} spread over tokens (grey: mask = 0, not trained)")
+                ax.set_xlabel(zh("token 位置", "token position"))
+    fig.suptitle(zh(f"一个序列奖励 r = {seq_reward:g} 分到各个 token 上（灰色：mask = 0，不训练）",
+                    f"One sequence reward r = {seq_reward:g} spread over tokens (grey: mask = 0, not trained)"))
     fig.tight_layout()
     return fig
 
@@ -193,6 +200,8 @@ def plot_outcome_credit(group: Group, traj: Trajectory, advantage: float, beta: 
     import matplotlib.pyplot as plt
     import numpy as np
 
+    from agentrl_ref.teaching.cjk import zh
+
     fig, (ax_a, ax_b, ax_c) = plt.subplots(3, 1, figsize=(10, 10.5), dpi=110)
 
     # (a) GRPO: each completion's advantage on every one of its tokens
@@ -203,8 +212,8 @@ def plot_outcome_credit(group: Group, traj: Trajectory, advantage: float, beta: 
     image = ax_a.imshow(shown, aspect="auto", cmap=cmap, vmin=-limit, vmax=limit, interpolation="nearest")
     ax_a.set_yticks(range(len(group.rewards)),
                     [f"r={r:g}  A={a:+.2f}" for r, a in zip(group.rewards.tolist(), group.advantages.tolist())])
-    ax_a.set_xlabel("token position")
-    ax_a.set_title("(a) GRPO: group-normalised A on every token")
+    ax_a.set_xlabel(zh("token 位置", "token position"))
+    ax_a.set_title(zh("(a) GRPO：组内标准化的 A 写在每个 token 上", "(a) GRPO: group-normalised A on every token"))
     fig.colorbar(image, ax=ax_a, fraction=0.03, pad=0.01, label="advantage")
 
     # (b) store A at the last trained token, then reward-to-go
@@ -216,28 +225,33 @@ def plot_outcome_credit(group: Group, traj: Trajectory, advantage: float, beta: 
 
     _shade_untrained(ax_b, traj.mask)
     for g, returns in last_token_returns(traj, advantage, gammas).items():
-        ax_b.plot(positions, masked(returns), marker=".", markersize=3, linewidth=1.2, label=f"last token, gamma={g:g}")
+        label = zh(f"最后一个 token，gamma={g:g}", f"last token, gamma={g:g}")
+        ax_b.plot(positions, masked(returns), marker=".", markersize=3, linewidth=1.2, label=label)
     uniform = reward_to_go(assign_reward_uniform(advantage, traj.mask), 1.0)
-    ax_b.plot(positions, masked(uniform), linestyle=":", color="0.3", label="uniform A/n, gamma=1")
-    ax_b.axhline(advantage, color="black", linestyle="--", linewidth=0.8, label="GRPO broadcast (A)")
+    ax_b.plot(positions, masked(uniform), linestyle=":", color="0.3",
+              label=zh("均摊 A/n，gamma=1", "uniform A/n, gamma=1"))
+    ax_b.axhline(advantage, color="black", linestyle="--", linewidth=0.8,
+                 label=zh("GRPO 广播（A）", "GRPO broadcast (A)"))
     ax_b.set_xlim(-0.5, len(traj.mask) - 0.5)
     ax_b.set_ylim(0, advantage * 1.12)
-    ax_b.set_xlabel("token position")
-    ax_b.set_ylabel("return G_t")
-    ax_b.set_title(f"(b) A = {advantage:.2f} stored at the last token")
+    ax_b.set_xlabel(zh("token 位置", "token position"))
+    ax_b.set_ylabel(zh("回报 G_t", "return G_t"))
+    ax_b.set_title(zh(f"(b) A = {advantage:.2f} 只记在最后一个 token 上",
+                      f"(b) A = {advantage:.2f} stored at the last token"))
     ax_b.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
 
     # (c) what PPO really puts into the per-token reward (not a KL-weighted split of the sequence reward)
     _shade_untrained(ax_c, traj.mask)
     ppo = ppo_style_returns(traj, 1.0, beta)
     ax_c.plot(positions, masked(ppo), marker=".", markersize=3, color="tab:purple",
-              label=f"r_t = -{beta:g}*KL_t (+ r at last), gamma=1")
-    ax_c.axhline(1.0, color="black", linestyle="--", linewidth=0.8, label="r = 1 without KL")
+              label=zh(f"r_t = -{beta:g}*KL_t（最后一个再加 r），gamma=1",
+                       f"r_t = -{beta:g}*KL_t (+ r at last), gamma=1"))
+    ax_c.axhline(1.0, color="black", linestyle="--", linewidth=0.8, label=zh("没有 KL 时 r = 1", "r = 1 without KL"))
     ax_c.bar(positions, (-beta * traj.kl).numpy(), width=0.8, color="tab:red", alpha=0.5, label="-beta*KL_t")
     ax_c.set_xlim(-0.5, len(traj.mask) - 0.5)
-    ax_c.set_xlabel("token position")
-    ax_c.set_ylabel("return G_t")
-    ax_c.set_title("(c) PPO-style reward, KL per token")
+    ax_c.set_xlabel(zh("token 位置", "token position"))
+    ax_c.set_ylabel(zh("回报 G_t", "return G_t"))
+    ax_c.set_title(zh("(c) PPO 式的奖励：每个 token 上的 KL", "(c) PPO-style reward, KL per token"))
     ax_c.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
 
     fig.tight_layout()

@@ -122,10 +122,15 @@ def growth_exponent(lengths: list[float], seconds: list[float]) -> float:
     return statistics.median(slopes)
 
 
+PLOT_NAMES = {"seed page": ("原页面的正则", "seed page"), "tempered regex": ("回火正则", "tempered regex")}
+
+
 def plot_reject_times(times: dict[str, list[float]]):
-    """Log-log plot of reject time against input length; ASCII text only."""
+    """Log-log plot of reject time against input length (Chinese text where a CJK font is installed: cjk.zh)."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+    from agentrl_ref.teaching.cjk import zh
 
     fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=110)
     lengths = times["length"]
@@ -133,14 +138,17 @@ def plot_reject_times(times: dict[str, list[float]]):
         if name == "length":
             continue
         k = growth_exponent(lengths, seconds)
+        label = zh(*PLOT_NAMES.get(name, (name, name)))
         ax.loglog([x / 1000 for x in lengths], seconds, marker="o",
-                  label=f"{name} (slope {0.0 if abs(k) < 0.05 else k:.1f})")
+                  label=zh(f"{label}（增长指数 {0.0 if abs(k) < 0.05 else k:.1f}）",
+                           f"{label} (slope {0.0 if abs(k) < 0.05 else k:.1f})"))
     ax.xaxis.set_major_formatter(ScalarFormatter())
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xticks([x / 1000 for x in lengths])
-    ax.set_xlabel("degenerate completion length (thousand chars)")
-    ax.set_ylabel("seconds to reject one completion")
-    ax.set_title("Reject time vs length: backtracking regex vs linear checks")
+    ax.set_xlabel(zh("畸形回答的长度（千字符）", "degenerate completion length (thousand chars)"))
+    ax.set_ylabel(zh("拒绝一条回答的秒数", "seconds to reject one completion"))
+    ax.set_title(zh("拒绝时间随长度增长：回溯正则与线性检查",
+                    "Reject time vs length: backtracking regex vs linear checks"))
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     fig.tight_layout()

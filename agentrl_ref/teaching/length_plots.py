@@ -5,7 +5,7 @@ Backs the executed plot and tables of exercise 5:
   open-r1's get_cosine_scaled_reward with its function defaults (characters, no clamp) and DAPO's
   linear soft overlong punishment (Eq. 13) added to a +/-1 correctness reward;
 - the dict a composite reward returns for a handful of completions, as a training log would record it.
-Text inside figures is ASCII only (no CJK font in matplotlib); Chinese labels go to Markdown tables.
+Text inside figures is Chinese where a CJK font is installed, English elsewhere (cjk.zh).
 """
 from __future__ import annotations
 
@@ -86,27 +86,35 @@ def plot_length_rewards(curves: dict[str, list[float]] | None = None):
     """Two panels over L / max_len: the cosine rewards (course vs open-r1) and DAPO's linear punishment."""
     import matplotlib.pyplot as plt
 
+    from agentrl_ref.teaching.cjk import zh
+
     curves = curves or length_curves()
     x = curves["ratio"]
     fig, (left, right) = plt.subplots(1, 2, figsize=(10.0, 4.0), dpi=110, sharey=True)
     green, red = "tab:green", "tab:red"
 
-    left.plot(x, curves["course correct"], color=green, lw=2.2, label="this exercise, correct (clamped)")
-    left.plot(x, curves["course wrong"], color=red, lw=2.2, label="this exercise, wrong (clamped)")
+    left.plot(x, curves["course correct"], color=green, lw=2.2,
+              label=zh("本题，答对（截断）", "this exercise, correct (clamped)"))
+    left.plot(x, curves["course wrong"], color=red, lw=2.2,
+              label=zh("本题，答错（截断）", "this exercise, wrong (clamped)"))
     beyond = [i for i, r in enumerate(x) if r >= 1.0]
-    for name, color in (("course correct, no clamp", green), ("course wrong, no clamp", red)):
+    for name, color, branch in (("course correct, no clamp", green, "答对"), ("course wrong, no clamp", red, "答错")):
         left.plot([x[i] for i in beyond], [curves[name][i] for i in beyond], color=color, lw=1.2, ls=":",
-                  label=name.replace("course", "this exercise,") + " (past max_len)")
-    left.plot(x, curves["open-r1 correct"], color=green, lw=1.4, ls="--", label="open-r1 defaults, correct")
-    left.plot(x, curves["open-r1 wrong"], color=red, lw=1.4, ls="--", label="open-r1 defaults, wrong")
-    left.set_title("Cosine length reward (Yeo et al. 2025)")
+                  label=zh(f"本题，{branch}，不截断（超过 max_len）",
+                           name.replace("course", "this exercise,") + " (past max_len)"))
+    left.plot(x, curves["open-r1 correct"], color=green, lw=1.4, ls="--",
+              label=zh("open-r1 的默认值，答对", "open-r1 defaults, correct"))
+    left.plot(x, curves["open-r1 wrong"], color=red, lw=1.4, ls="--",
+              label=zh("open-r1 的默认值，答错", "open-r1 defaults, wrong"))
+    left.set_title(zh("cosine 长度奖励（Yeo et al. 2025）", "Cosine length reward (Yeo et al. 2025)"))
 
-    right.plot(x, curves["DAPO correct"], color=green, lw=2.2, label="+1 + overlong punishment")
-    right.plot(x, curves["DAPO wrong"], color=red, lw=2.2, label="-1 + overlong punishment")
+    right.plot(x, curves["DAPO correct"], color=green, lw=2.2, label=zh("+1 + 超长惩罚", "+1 + overlong punishment"))
+    right.plot(x, curves["DAPO wrong"], color=red, lw=2.2, label=zh("-1 + 超长惩罚", "-1 + overlong punishment"))
     right.axvspan(1.0 - DAPO_CACHE_FRACTION, 1.0, color="0.85", label=f"L_cache = {DAPO_CACHE_FRACTION:g} L_max")
-    right.set_title("DAPO soft overlong punishment (linear, Eq. 13)")
+    right.set_title(zh("DAPO 的软超长惩罚（线性，式 13）", "DAPO soft overlong punishment (linear, Eq. 13)"))
 
-    for ax, xlabel in ((left, "L / max_len (characters)"), (right, "|y| / L_max (tokens)")):
+    for ax, xlabel in ((left, zh("L / max_len（字符）", "L / max_len (characters)")),
+                       (right, zh("|y| / L_max（token）", "|y| / L_max (tokens)"))):
         ax.axvline(1.0, color="0.4", lw=1.0)
         ax.axhline(0.0, color="0.6", lw=0.8)
         ax.set_xlabel(xlabel)
@@ -114,7 +122,7 @@ def plot_length_rewards(curves: dict[str, list[float]] | None = None):
         ax.set_ylim(-2.15, 1.15)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7.5, loc="lower left")
-    left.set_ylabel("reward")
+    left.set_ylabel(zh("奖励", "reward"))
     fig.tight_layout()
     return fig
 

@@ -1,6 +1,7 @@
 """The figure and the table of exercise 3: the loss mask over real tokens, before and after the causal shift.
 
-Text in the figure is ASCII only: a token's text is shown with spaces as "_" and newlines as "\\n".
+A token's text is shown in ASCII, with spaces as "_" and newlines as "\\n"; the title and the legend are Chinese where
+a CJK font is installed (cjk.zh).
 """
 from __future__ import annotations
 
@@ -43,6 +44,8 @@ def plot_mask_heatmap(chat: TokenizedChat, mask: list[int], shifted: list[int], 
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Patch
 
+    from agentrl_ref.teaching.cjk import zh
+
     n = len(chat)
     if len(mask) != n or len(shifted) != n - 1:
         raise ValueError(f"need len(mask) == {n} and len(shifted) == {n - 1}, got {len(mask)} and {len(shifted)}")
@@ -79,10 +82,13 @@ def plot_mask_heatmap(chat: TokenizedChat, mask: list[int], shifted: list[int], 
         ax.set_xlim(-0.5, per_row - 0.5)
     height = fig.get_figheight()
     fig.tight_layout(rect=(0, 0, 1, 1.0 - 0.78 / height), h_pad=0.4)  # before the title: it would reserve room for it
-    fig.suptitle("Loss mask over a tokenized ChatML conversation\n(numbers on top: token index t)",
+    fig.suptitle(zh("一段分好词的 ChatML 对话上的 loss mask\n（上方的数字：token 下标 t）",
+                    "Loss mask over a tokenized ChatML conversation\n(numbers on top: token index t)"),
                  fontsize=9, y=1.0 - 0.04 / height, va="top")
-    handles = [Patch(color=MASK_COLORS[1], label="1 = in the loss"), Patch(color=MASK_COLORS[0], label="0 = masked")]
-    handles += [Patch(color=color, label=f"{role} (label colour)") for role, color in ROLE_COLORS.items()]
+    handles = [Patch(color=MASK_COLORS[1], label=zh("1 = 计入 loss", "1 = in the loss")),
+               Patch(color=MASK_COLORS[0], label=zh("0 = 不计入", "0 = masked"))]
+    handles += [Patch(color=color, label=zh(f"{role}（标签的颜色）", f"{role} (label colour)"))
+                for role, color in ROLE_COLORS.items()]
     fig.legend(handles=handles, loc="upper center", ncol=3, fontsize=7, frameon=False,
                bbox_to_anchor=(0.5, 1.0 - 0.36 / height), handlelength=1.2, columnspacing=1.2)
     return fig

@@ -1,6 +1,6 @@
 """A tiny Qwen2 chat model made on the spot, so TRL can be run on a CPU with nothing downloaded.
 
-    hf_offline()            the Hugging Face offline variables, set before transformers is imported
+    with hf_offline():      the Hugging Face offline variables, set while transformers is imported (and only then)
     addition_task()         prompts "What is 3+5?" with gold answers, and demonstrations in exercise 1's format
     train_tokenizer()       a byte-level BPE trained here (tokenizers) with ChatML's two special tokens,
                             the four format tags as ordinary tokens, and a pad token
@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import random
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from agentrl_ref.teaching.chat_template import IM_END, IM_START
@@ -57,21 +58,38 @@ EXTRA_CORPUS = [
 ]
 
 
-def hf_offline() -> None:
-    """Set the Hugging Face offline variables (unless already set) before transformers, datasets or trl load.
+@contextmanager
+def hf_offline():
+    """Inside the block the Hugging Face offline variables are set; afterwards they are as they were.
 
-    Nothing here needs the network: the tokenizer is trained and the model built in this process.
-    The variables make the libraries fail fast instead of trying a download if that ever changes.
-    huggingface_hub reads them once, when it is imported; if it already was, they come too late. What
-    does reach the network then is telemetry: trl 1.16's trainers send a usage ping to the Hub when they
-    are created (unless offline, HF_HUB_DISABLE_TELEMETRY or CI is set), and huggingface_hub checks its
-    telemetry switch at every call, so that switch is turned off here as well.
+        with hf_offline():
+            import transformers, trl     # they read the variables now, and stay offline in this process
+
+    Nothing here needs the network: the tokenizer is trained and the model built in this process. The variables
+    make the libraries fail fast instead of trying a download if that ever changes. huggingface_hub reads them
+    once, when it is imported: libraries imported inside the block stay offline in this process, and a process
+    started after the block (the GPU script of book/frameworks.md, run from the page's kernel) inherits none of
+    them. What reaches the network from libraries imported earlier, online, is telemetry: trl 1.16's trainers send
+    a usage ping when they are created (unless offline, HF_HUB_DISABLE_TELEMETRY or CI is set), and huggingface_hub
+    checks its telemetry switch at every call, so that switch is off inside the block too (and back after it).
     """
+    saved = {key: os.environ.get(key) for key in HF_OFFLINE}
     for key, value in HF_OFFLINE.items():
         os.environ.setdefault(key, value)
     constants = sys.modules.get("huggingface_hub.constants")
+    telemetry = constants.HF_HUB_DISABLE_TELEMETRY if constants is not None else None
     if constants is not None:
         constants.HF_HUB_DISABLE_TELEMETRY = True
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        if constants is not None:
+            constants.HF_HUB_DISABLE_TELEMETRY = telemetry
 
 
 @dataclass(frozen=True)
@@ -118,8 +136,8 @@ def train_tokenizer(documents: list[str], vocab_size: int = VOCAB_SIZE, tags_spe
 
 def hf_tokenizer(tokenizer):
     """transformers' PreTrainedTokenizerFast around tokenizer, with CHAT_TEMPLATE, eos <|im_end|>, pad <|endoftext|>."""
-    hf_offline()
-    from transformers import PreTrainedTokenizerFast
+    with hf_offline():
+        from transformers import PreTrainedTokenizerFast
 
     return PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token=IM_END, pad_token=PAD,
                                    chat_template=CHAT_TEMPLATE, padding_side="left")
@@ -127,9 +145,10 @@ def hf_tokenizer(tokenizer):
 
 def tiny_qwen(vocab_size: int, seed: int = 0, hidden: int = 64, layers: int = 2):
     """Qwen2ForCausalLM from a config: 4 heads (2 key/value heads), tied embeddings, float32."""
-    hf_offline()
     import torch
-    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    with hf_offline():
+        from transformers import Qwen2Config, Qwen2ForCausalLM
 
     config = Qwen2Config(vocab_size=vocab_size, hidden_size=hidden, intermediate_size=4 * hidden,
                          num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2,

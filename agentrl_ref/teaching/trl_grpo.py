@@ -43,8 +43,8 @@ def cpu_grpo_args(output_dir: str, steps: int = 4, seed: int = 0, **overrides):
     TRL's defaults that matter are kept and printed by the page (loss_type "dapo", beta 0, scale_rewards
     "group"); the learning rate is raised from TRL's 1e-6 so that a few steps change the policy at all.
     """
-    hf_offline()
-    from trl import GRPOConfig
+    with hf_offline():
+        from trl import GRPOConfig
 
     settings = dict(output_dir=output_dir, use_cpu=True, bf16=False, per_device_train_batch_size=16,
                     num_generations=8, max_completion_length=24, max_steps=steps, learning_rate=5e-4,
@@ -69,8 +69,8 @@ class TRLRun:
 
 def dataset_of(problems: Sequence[Problem], conversational: bool = True):
     """datasets.Dataset with columns prompt (messages, or the ChatML text up to the generation prompt) and answer."""
-    hf_offline()
-    from datasets import Dataset
+    with hf_offline():
+        from datasets import Dataset
 
     from agentrl_ref.teaching.chat_template import render_chatml
 
@@ -83,10 +83,11 @@ def dataset_of(problems: Sequence[Problem], conversational: bool = True):
 def run_grpo(model, tokenizer, problems: Sequence[Problem], reward_funcs: list[Callable], args,
              conversational: bool = True) -> TRLRun:
     """Train with GRPOTrainer for args.max_steps steps on CPU; keep each step's batch. One torch thread."""
-    hf_offline()
     import torch
-    from transformers import PrinterCallback
-    from trl import GRPOTrainer
+
+    with hf_offline():
+        from transformers import PrinterCallback
+        from trl import GRPOTrainer
 
     from agentrl_ref.agent.threads import torch_threads
 
@@ -94,7 +95,7 @@ def run_grpo(model, tokenizer, problems: Sequence[Problem], reward_funcs: list[C
     for config in (model.config, model.generation_config):
         config.eos_token_id, config.pad_token_id = tokenizer.eos_token_id, tokenizer.pad_token_id
         config.bos_token_id = None
-    with torch_threads():  # one thread: tiny tensors, and the same numbers on every machine
+    with torch_threads(), hf_offline():  # one thread: tiny tensors, the same numbers on every machine; no usage ping
         with quiet_transformers():
             trainer = GRPOTrainer(model=model, reward_funcs=reward_funcs, args=args,
                                   train_dataset=dataset_of(problems, conversational), processing_class=tokenizer)

@@ -266,10 +266,16 @@ def forms_table(results: Sequence[VerifierComparison]) -> str:
 
 
 def plot_verifiers(results: Sequence[VerifierComparison]):
-    """One dot per answer form and verifier: time per call (log x), coloured by agreement with the human verdict."""
+    """One dot per answer form and verifier: time per call (log x), coloured by agreement with the human verdict.
+    Chinese text where a CJK font is installed (cjk.zh)."""
     import matplotlib.pyplot as plt
 
-    kinds = {"agrees with human": "0.6", "false negative": "tab:orange", "false positive": "tab:red"}
+    from agentrl_ref.teaching.cjk import zh
+
+    kinds = {"agrees with human": ("0.6", zh("与人工一致", "agrees with human")),
+             "false negative": ("tab:orange", zh("漏判", "false negative")),
+             "false positive": ("tab:red", zh("误判", "false positive"))}
+    labels = {REFERENCE_NAME: zh("参考实现（agentrl_ref）", "reference (agentrl_ref)")}
     fig, ax = plt.subplots(figsize=(8, 3.2), dpi=110)
     for row, (_name, _label, verdict, seconds) in enumerate(VERIFIERS):
         times = [getattr(r, seconds) for r in results]
@@ -278,15 +284,18 @@ def plot_verifiers(results: Sequence[VerifierComparison]):
             kind = ("agrees with human" if said == r.expected_equal
                     else "false negative" if r.expected_equal else "false positive")
             y = row + ((k % 7) - 3) * 0.06  # deterministic jitter, so that dots do not hide each other
-            ax.scatter(t, y, s=18, color=kinds[kind], zorder=3 if kind != "agrees with human" else 2, label=kind)
+            color, label = kinds[kind]
+            ax.scatter(t, y, s=18, color=color, zorder=3 if kind != "agrees with human" else 2, label=label)
         median = statistics.median(times)
         ax.plot([median, median], [row - 0.3, row + 0.3], color="black", linewidth=1.5)
-        ax.annotate(f"median {_duration(median).replace('µ', 'u')}", (median, row + 0.32), ha="center", fontsize=8)
+        duration = _duration(median)
+        ax.annotate(zh(f"中位数 {duration}", f"median {duration}"), (median, row + 0.32), ha="center", fontsize=8)
     ax.set_xscale("log")
-    ax.set_yticks(range(len(VERIFIERS)), [label for _name, label, _verdict, _seconds in VERIFIERS])
+    ax.set_yticks(range(len(VERIFIERS)), [labels.get(name, label) for name, label, _verdict, _seconds in VERIFIERS])
     ax.set_ylim(-0.5, 1.6)
-    ax.set_xlabel("seconds per call (log scale)")
-    ax.set_title(f"{len(results)} answer forms: time per call and verdict vs a human grader")
+    ax.set_xlabel(zh("每次调用的秒数（对数坐标）", "seconds per call (log scale)"))
+    ax.set_title(zh(f"{len(results)} 种答案写法：每次调用的时间，以及和人工阅卷的判定是否一致",
+                    f"{len(results)} answer forms: time per call and verdict vs a human grader"))
     ax.grid(True, axis="x", which="both", alpha=0.3)
     unique = {label: handle for handle, label in zip(*ax.get_legend_handles_labels())}  # one entry per kind
     ax.legend(unique.values(), unique.keys(), fontsize=8, loc="upper left")

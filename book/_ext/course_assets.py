@@ -16,7 +16,10 @@ It also makes the site work from its own folder with no network and wires the co
 - exercise pages: the launch buttons (Binder, JupyterHub, Colab; URLs in _config.yml) open the
   student notebook notebooks/<a>.ipynb, and the download menu offers it next to the page's .ipynb,
   and all student notebooks in one zip (dist/agentrl-notebooks.zip); other notebook pages
-  (book/frameworks.md) have no launch buttons;
+  (book/frameworks.md) have no launch buttons; a button that needs an address _config.yml does not
+  set yet is left out, and the notebook links download (launch.py);
+- the header buttons' tooltips in the site's own Simplified Chinese (the theme's zh_CN catalogue
+  mixes in Traditional usage: "列印成 PDF");
 - dist/agentrl_ref-<version>-py3-none-any.whl: the course package, which the setup cell of every
   student notebook installs from the site (html.baseurl in _config.yml) where it is missing;
 - accessibility (checked with axe-core by tests/test_accessibility.py): three theme components
@@ -44,6 +47,7 @@ if str(HERE) not in sys.path:
 
 import cloze_directive  # noqa: E402
 import execution_cache  # noqa: E402
+import launch  # noqa: E402
 import offline_assets  # noqa: E402
 
 STUDENT_DIR = "notebooks"  # the student notebooks, in the repository and in the built site
@@ -95,8 +99,34 @@ def _exercise(app, pagename: str) -> str | None:
     return None
 
 
+# The theme's zh_CN tooltips, by button label, in the words the course uses ("notebook", "打印"); the theme
+# says "列印成 PDF" (Traditional usage) and "笔记本文件".
+TOOLTIPS = {
+    "download-buttons": "下载本页",
+    "download-notebook-button": "下载本页的 notebook（网页版，带运行结果）",
+    "download-source-button": "下载本页的源文件",
+    "download-pdf-button": "打印成 PDF",
+    "launch-buttons": "在线运行学生版",
+    "fullscreen-button": "全屏",
+}
+
+
+LAUNCH_SERVICES = ("Binder", "JupyterHub", "Colab")  # the theme's launch buttons (no label): "Launch on <text>"
+
+
+def _chinese_tooltips(buttons: list[dict]) -> None:
+    for button in buttons:
+        if button.get("label") in TOOLTIPS:
+            button["tooltip"] = TOOLTIPS[button["label"]]
+        elif button.get("text") in LAUNCH_SERVICES:
+            button["tooltip"] = f"在 {button['text']} 上打开学生版 notebook"
+        _chinese_tooltips(button.get("buttons", []))
+
+
 def student_notebook_buttons(app, pagename, templatename, context, doctree) -> None:
-    """Exercise pages: launch buttons open notebooks/<a>.ipynb; the download menu offers it too."""
+    """Exercise pages: launch buttons open notebooks/<a>.ipynb; the download menu offers it too. Every page: the
+    header buttons' tooltips in the course's Chinese."""
+    _chinese_tooltips(context.get("header_buttons", []))
     name = _exercise(app, pagename)
     if name is None:
         # A notebook page that is no exercise (book/frameworks.md) has no student notebook, and the hosted
@@ -278,4 +308,5 @@ def setup(app):
     app.add_css_file("course/site.css")
     cloze_directive.setup(app)
     execution_cache.setup(app)
+    launch.setup(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -7,8 +7,9 @@ new pin in requirements.txt) would go on serving outputs that the old code compu
 
 So the cache lives in a folder named after a fingerprint of everything else the outputs depend on:
 the files under `execution_cache_sources` (by default agentrl_ref/, requirements.txt and
-pyproject.toml, relative to the book's root), the Python version and the course's AGENTRL_* environment
-variables (AGENTRL_CAPSTONE_SEEDS changes what the capstone page runs). A new fingerprint means a new,
+pyproject.toml, relative to the book's root), the Python version, the course's AGENTRL_* environment
+variables (AGENTRL_CAPSTONE_SEEDS changes what the capstone page runs) and the CJK font the figures can use
+(installing one turns their text Chinese: agentrl_ref/teaching/cjk.py). A new fingerprint means a new,
 empty cache, and the folders of older fingerprints are deleted. Set on `config-inited`, before
 myst-nb reads nb_execution_cache_path (on `builder-inited`).
 """
@@ -36,8 +37,11 @@ def _files(path: Path):
 
 
 def fingerprint(root: Path, sources) -> str:
-    """sha256 over the Python version, the AGENTRL_* variables and every source file's path and bytes."""
+    """sha256 over the Python version, the AGENTRL_* variables, the CJK font and every source file's path and bytes."""
+    from agentrl_ref.teaching.cjk import cjk_font
+
     digest = hashlib.sha256(f"python {platform.python_version()}\n".encode())
+    digest.update(f"cjk font {cjk_font()}\n".encode())  # figures draw Chinese text only with one (cjk.zh)
     for name in sorted(k for k in os.environ if k.startswith("AGENTRL_")):
         digest.update(f"env {name}={os.environ[name]}\n".encode())
     for source in sources:

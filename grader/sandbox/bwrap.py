@@ -16,12 +16,16 @@ from .host import BWRAP, INNER_HOME, INNER_MPLCONFIGDIR, INNER_PACKAGE_ROOT, loc
 _font_caches: dict[str, Path | None] = {}
 _font_cache_locks: dict[str, threading.Lock] = {}
 
-# POSIX sh (dash). $1 the cgroup.procs files, separated by ":", $2 RLIMIT_AS (KiB or "unlimited"),
-# $3 RLIMIT_FSIZE (512-byte blocks), $4/$5 RLIMIT_CPU soft/hard (s); the rest is the bwrap command line.
+# POSIX sh (dash). $1 the cgroup.procs files, separated by ":" (none at the `job` level), $2 RLIMIT_AS (KiB
+# or "unlimited"), $3 RLIMIT_FSIZE (512-byte blocks), $4/$5 RLIMIT_CPU soft/hard (s), $6 the CPUs to pin
+# to with sched_setaffinity ("" where a cpuset does it), $7 an oom_score_adj ("" for none); the rest is
+# the bwrap command line.
 LAUNCHER = (
     'set -e; IFS=:; for f in $1; do echo $$ > "$f"; done; unset IFS; '
     'ulimit -c 0; ulimit -v "$2"; ulimit -f "$3"; ulimit -t "$5"; ulimit -S -t "$4"; '
-    "trap '' INT; shift 5; exec \"$@\""
+    'if [ -n "$6" ]; then taskset -p -c "$6" $$ >/dev/null; fi; '
+    'if [ -n "$7" ]; then echo "$7" > /proc/self/oom_score_adj; fi; '
+    "trap '' INT; shift 7; exec \"$@\""
 )
 # --unshare-all: user, ipc, pid, net, uts, cgroup namespaces. --disable-userns (bwrap >= 0.8): the
 # sandbox cannot create nested user namespaces (kernel attack surface).
@@ -74,13 +78,13 @@ def python_layout(python: str) -> tuple[str, tuple[str, ...]]:
     return str(py), tuple(keep)
 
 
-def common_bind_args(python: str, package_root: Path | None, tmp_bytes: int) -> list[str]:
-    """The sandbox's file system. The private /tmp comes first: the venv or the interpreter may live
-    under the host's /tmp (a checkout in /tmp), and binds made before the tmpfs would be hidden by it."""
+def common_bind_args(python: str, package_root: Path | None, tmp: list[str]) -> list[str]:
+    """The sandbox's file system. The private /tmp (`tmp`: the options that make it) comes first: the venv
+    or the interpreter may live under the host's /tmp (a checkout in /tmp), and binds made before it would
+    be hidden by it."""
     _, pydirs = python_layout(python)
     pdir = process_dir()
-    args = [*NAMESPACE_ARGS, "--hostname", "sandbox",
-            "--size", str(tmp_bytes), "--tmpfs", "/tmp",
+    args = [*NAMESPACE_ARGS, "--hostname", "sandbox", *tmp,
             "--ro-bind", "/usr", "/usr", *usr_links(),
             "--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache",
             "--ro-bind-try", "/etc/fonts", "/etc/fonts",
@@ -120,7 +124,7 @@ def font_cache(python: str) -> Path | None:
         py, _ = python_layout(python)
         env = {"PATH": "/usr/bin:/bin", "HOME": INNER_HOME, "MPLCONFIGDIR": INNER_MPLCONFIGDIR,
                "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
-        cmd = [BWRAP, *common_bind_args(python, None, 256 << 20),
+        cmd = [BWRAP, *common_bind_args(python, None, ["--size", str(256 << 20), "--tmpfs", "/tmp"]),
                "--size", str(256 << 20), "--tmpfs", INNER_HOME,
                "--bind", str(out), INNER_MPLCONFIGDIR, "--remount-ro", "/", "--chdir", "/tmp",
                *env_args(env), "--", py, "-c",

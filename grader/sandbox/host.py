@@ -14,9 +14,9 @@ from pathlib import Path
 
 BWRAP = "/usr/bin/bwrap"
 CGROUP_ROOT = Path("/sys/fs/cgroup")
-CONTROLLERS = ("memory", "pids", "cpuacct", "cpu", "cpuset")   # cpu and cpuacct may be one hierarchy
-PARENT_GROUP = "agentrl-grader"     # /sys/fs/cgroup/<controller>/agentrl-grader/<session>
-STATE_PARENT = "agentrl-grader"     # /var/tmp/agentrl-grader/<session>/conn (private 0700 folders)
+PARENT_GROUP = "agentrl-grader"     # v1: /sys/fs/cgroup/<controller>/agentrl-grader/<session>; v2 as root:
+                                    # /sys/fs/cgroup/agentrl-grader/<session>
+STATE_PARENT = "agentrl-grader"     # /var/tmp/agentrl-grader[-u<uid>]/<session>/ (private 0700 folders)
 
 INNER_HOME = "/home/student"
 INNER_WORKDIR = "/submission"
@@ -34,15 +34,16 @@ _process_dir: Path | None = None
 
 
 def state_root() -> Path:
-    """Parent of the private per-session folders. The connection folder is writable from inside the
-    sandbox, so it should live on disk (/var/tmp), not on a small RAM-backed /run that host services
-    need; never under the host /tmp (the sandbox mounts its own /tmp and would show the path there)."""
+    """Parent of the private per-session folders (each the mount point of a session's scratch tmpfs and
+    its kernel log): /var/tmp, else /run; never under the host /tmp (the sandbox mounts its own /tmp and
+    would show the path there). One per user of the machine: root's and a user's graders never share it."""
     for base in ("/var/tmp", "/run"):
         if os.path.isdir(base) and os.access(base, os.W_OK):
             break
     else:
         base = tempfile.gettempdir()
-    root = Path(base) / STATE_PARENT
+    uid = host_uid()
+    root = Path(base) / (STATE_PARENT if uid == 0 else f"{STATE_PARENT}-u{uid}")   # one per user of the machine
     root.mkdir(mode=0o700, exist_ok=True)
     os.chmod(root, 0o700)
     return root
@@ -72,3 +73,20 @@ def pid_alive(pid: int) -> bool:
         return True
     return True
 
+
+
+def host_uid() -> int:
+    """This process's user on the machine: its uid, or, inside a user namespace of its own (userns.py),
+    the uid that namespace maps its root to."""
+    try:
+        first = Path("/proc/self/uid_map").read_text().split()
+        if len(first) >= 2 and first[0] == str(os.getuid()):
+            return int(first[1])
+    except (OSError, ValueError):
+        pass
+    return os.getuid()
+
+
+def real_root() -> bool:
+    """Root of the machine, not merely root of a user namespace of our own."""
+    return host_uid() == 0

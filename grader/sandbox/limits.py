@@ -10,11 +10,12 @@ class SandboxUnavailable(RuntimeError):
 
 @dataclass(frozen=True)
 class SandboxLimits:
-    memory_mb: int = 2048                 # cgroup v1 memory.limit_in_bytes (hard cap; OOM kill)
+    memory_mb: int = 2048                 # the group's memory limit (hard cap; OOM kill); `job`: the job's
     address_space_mb: int | None = None   # RLIMIT_AS; None -> memory_mb + 1536 (torch maps ~1.5 GB)
-    pids: int = 64                        # cgroup pids.max (counts threads too)
+    pids: int = 64                        # the group's pids.max (counts threads too); `job`: RLIMIT_NPROC
     file_size_mb: int = 64                # RLIMIT_FSIZE
-    tmp_mb: int = 256                     # size of each tmpfs: /tmp, /dev/shm, $HOME
+    tmp_mb: int = 256                     # one tmpfs for /tmp, /dev/shm, $HOME and the connection files ...
+    tmp_inodes: int = 10_000              # ... of this size and this many files and folders
     cpu_seconds: int = 600                # RLIMIT_CPU per process (SIGXCPU, then SIGKILL)
     workdir_mb: int = 256                 # the working folder: a tmpfs of this size ...
     workdir_inodes: int = 10_000          # ... and this many files and folders
@@ -23,7 +24,8 @@ class SandboxLimits:
     def __post_init__(self) -> None:
         if not isinstance(self.cpu_cores, (int, float)) or not 0.05 <= self.cpu_cores <= 256:
             raise ValueError("SandboxLimits.cpu_cores must be a number of cores between 0.05 and 256")
-        for name in ("memory_mb", "pids", "file_size_mb", "tmp_mb", "cpu_seconds", "workdir_mb", "workdir_inodes"):
+        for name in ("memory_mb", "pids", "file_size_mb", "tmp_mb", "tmp_inodes", "cpu_seconds", "workdir_mb",
+                     "workdir_inodes"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise ValueError(f"SandboxLimits.{name} must be a positive int")   # tmpfs size=0 = unlimited
         if self.address_space_mb is not None and self.address_space_mb < 0:
@@ -42,8 +44,8 @@ class SessionReport:
     cpu_limit_hit: bool = False
     file_size_limit_hit: bool = False     # best effort: SIGXFSZ or a workdir file at the cap
     workdir_full: bool = False            # the working folder's tmpfs ran out of bytes or of inodes
-    cpu_seconds: float = 0.0              # all processes of the session (cpuacct)
-    peak_memory_mb: float = 0.0           # memory.max_usage_in_bytes (incl. tmpfs pages)
+    cpu_seconds: float = 0.0              # all processes of the session (the group's CPU counter)
+    peak_memory_mb: float = 0.0           # the group's peak memory (incl. tmpfs pages); 0 at `job` level
     leftover_processes_killed: int = 0    # processes other than bwrap + the kernel alive at exit
     wall_limit_hit: bool = False          # Session(wall_seconds=...) watchdog fired
     kernel_exit_status: int | None = None  # launcher/bwrap exit status if the kernel ended by itself

@@ -1,11 +1,10 @@
-"""A Sandbox (the configuration shared by sessions) and a Session (one kernel run in it), with the
-kernel manager nbclient drives. See the package docstring for what a session does."""
+"""A Sandbox (the configuration shared by sessions) and a Session (one kernel run in it); the kernel
+manager nbclient drives is in kernel.py. See the package docstring for what a session does."""
 from __future__ import annotations
 
 import itertools
 import math
 import os
-import re
 import secrets
 import shutil
 import signal
@@ -16,75 +15,17 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from jupyter_client import AsyncKernelManager
-from jupyter_client.kernelspec import KernelSpec
-
-from .available import check_available
 from .bwrap import LAUNCHER, CPU_HARD_GRACE_S, common_bind_args, env_args, font_cache, python_layout
-from .cgroups import kill_group, mount_workspace, pick_cpus, procs, read, rmdir_retry, unmount_workspace
-from .host import (BWRAP, CGROUP_ROOT, CONTROLLERS, INNER_HOME, INNER_IPYTHONDIR, INNER_MPLCONFIGDIR,
-                   INNER_PACKAGE_ROOT, INNER_WORKDIR, PARENT_GROUP, counter, live_sessions, lock, state_root)
-from .limits import SandboxLimits, SessionReport
+from .control import Control
+from .host import (BWRAP, INNER_HOME, INNER_IPYTHONDIR, INNER_MPLCONFIGDIR, INNER_PACKAGE_ROOT, INNER_WORKDIR,
+                   counter, live_sessions, lock, state_root)
+from .doctor import choose
+from .kernel import SandboxKernelManager
+from .levels import control_for
+from .limits import SandboxLimits, SandboxUnavailable, SessionReport
+from .mounts import LABEL_PREFIX, mount_capped, unmount
 
-
-class SandboxKernelManager(AsyncKernelManager):
-    """An AsyncKernelManager whose kernel runs in its Session's sandbox (IPC transport, fixed command).
-
-    The notebook's own kernelspec is ignored. `start_kernel(cwd=...)` is accepted but the kernel's cwd
-    is always the session workdir (seen inside as /submission)."""
-
-    _sbx_session: "Session"
-    _sbx_clients: list
-    _sbx_opts: int = 0
-
-    @property
-    def kernel_spec(self) -> KernelSpec:  # type: ignore[override]
-        if self._kernel_spec is None:
-            self._kernel_spec = KernelSpec(
-                argv=["python", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-                display_name="Python 3 (sandbox)", language="python", interrupt_mode="signal",
-                env={}, metadata={})
-        return self._kernel_spec
-
-    def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
-        cmd, self._sbx_opts = self._sbx_session._command(self.connection_file, list(extra_arguments or []))
-        return cmd
-
-    async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
-        session = self._sbx_session
-        session._check_open()
-        kw["env"] = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}   # bwrap --clearenv anyway
-        kw["cwd"] = str(session._dir)
-        kw["stdout"] = subprocess.DEVNULL
-        # bwrap's options go through a pipe (`--args FD`): the sandbox's /proc/1/cmdline then shows
-        # "bwrap --args N -- python ...", not the whole mount list.
-        i = kernel_cmd.index(BWRAP)
-        opts = kernel_cmd[i + 1:i + 1 + self._sbx_opts]
-        data = b"".join(a.encode() + b"\0" for a in opts)
-        if len(data) > 60000:
-            raise RuntimeError("bwrap argument list too long for a pipe")
-        r, w = os.pipe()
-        try:
-            os.write(w, data)
-        finally:
-            os.close(w)
-        kernel_cmd = kernel_cmd[:i + 1] + ["--args", str(r)] + kernel_cmd[i + 1 + self._sbx_opts:]
-        kw["pass_fds"] = (r,)
-        log = open(session._dir / "kernel.log", "ab")
-        kw["stderr"] = log
-        try:
-            await super()._async_launch_kernel(kernel_cmd, **kw)
-        finally:
-            log.close()
-            os.close(r)
-        proc = self.provisioner.process if self.provisioner is not None else None
-        if proc is not None:
-            session._register_process(proc)
-
-    def client(self, **kwargs: Any):  # type: ignore[override]
-        kc = super().client(**kwargs)
-        self._sbx_clients.append(kc)
-        return kc
+SCRATCH = ("tmp", "shm", "home", "conn")   # one capped tmpfs per session holds these four folders
 
 
 class Sandbox:
@@ -92,8 +33,11 @@ class Sandbox:
 
     def __init__(self, package_root: Path, limits: SandboxLimits = SandboxLimits(),
                  python: str = sys.executable, *, extra_env: dict[str, str] | None = None,
-                 shutdown_wait_time: float = 1.0):
-        check_available()
+                 shutdown_wait_time: float = 1.0, isolation: str = "auto"):
+        self.level = choose(isolation)           # SandboxUnavailable if that level cannot run here
+        if self.level == "none":
+            raise SandboxUnavailable("isolation 'none' has no sandbox / 'none' 级别没有沙箱")
+        self.control: Control = control_for(self.level)
         root = Path(os.path.realpath(package_root))
         if not (root / "agentrl_ref").is_dir():
             raise ValueError(f"package_root {package_root} has no agentrl_ref/ folder")
@@ -141,11 +85,10 @@ class Session:
         self.lock = threading.RLock()
         self._state = "new"            # new -> open -> closed
         self._dir = state_root() / self.name
-        self._conn_dir = self._dir / "conn"
-        self._cgroup = {c: CGROUP_ROOT / c / PARENT_GROUP / self.name for c in CONTROLLERS}
-        # one folder per hierarchy: where cpu and cpuacct are comounted, both names lead to one folder
-        self._cgroups: list[Path] = list({os.path.realpath(d.parent): d for d in self._cgroup.values()}.values())
-        self._mounted = False
+        self._scratch = self._dir / "scratch"      # a capped tmpfs: /tmp, /dev/shm, $HOME, the connection files
+        self._conn_dir = self._scratch / "conn"
+        self.group = None                          # the session's processes and limits (control.py)
+        self._mounted: list[Path] = []
         self._procs_list: list[subprocess.Popen] = []
         self._kms: list[SandboxKernelManager] = []
         self._km_counter = itertools.count(1)
@@ -163,32 +106,23 @@ class Session:
                 live_sessions.add(self.name)
             try:
                 self._dir.mkdir(mode=0o700)
-                self._conn_dir.mkdir(mode=0o700)
+                self._scratch.mkdir(mode=0o700)
                 self._font_binds = font_files
-                lim = self.sandbox.limits
-                for d in self._cgroups:
-                    d.parent.mkdir(exist_ok=True)
-                    d.mkdir()
-                mem, pids, cpu = self._cgroup["memory"], self._cgroup["pids"], self._cgroup["cpu"]
+                lim, control = self.sandbox.limits, self.sandbox.control
                 # CPU: however many processes the notebook starts, they run on cores of their own (the
                 # ones the fewest other sessions use) and at most cpu_cores of them, so a neighbour's
                 # cells keep their pace
                 with lock:
-                    cpus = pick_cpus(math.ceil(lim.cpu_cores))
-                    cpuset = self._cgroup["cpuset"]
-                    (cpuset / "cpuset.mems").write_text(read(cpuset.parent / "cpuset.mems").strip())
-                    (cpuset / "cpuset.cpus").write_text(",".join(map(str, cpus)))
-                period = int(read(cpu / "cpu.cfs_period_us", "100000") or 100000)
-                (cpu / "cpu.cfs_quota_us").write_text(str(max(1000, int(lim.cpu_cores * period))))
-                (mem / "memory.limit_in_bytes").write_text(str(lim.memory_mb << 20))
-                if (mem / "memory.memsw.limit_in_bytes").exists():   # no escape into swap
-                    try:
-                        (mem / "memory.memsw.limit_in_bytes").write_text(str(lim.memory_mb << 20))
-                    except OSError:
-                        pass
-                (pids / "pids.max").write_text(str(lim.pids))
-                mount_workspace(self.workdir, lim.workdir_mb << 20, lim.workdir_inodes, f"agentrl-{self.name}")
-                self._mounted = True
+                    users = control.cpu_users()
+                    cpus = sorted(sorted(users, key=lambda cpu: (users[cpu], cpu))[:max(1, math.ceil(lim.cpu_cores))])
+                    self.group = control.group(self.name, lim, cpus)
+                    self.group.create()
+                for folder, size, inodes, label in ((self.workdir, lim.workdir_mb, lim.workdir_inodes, ""),
+                                                    (self._scratch, lim.tmp_mb, lim.tmp_inodes, ".scratch")):
+                    mount_capped(folder, size << 20, inodes, f"{LABEL_PREFIX}{self.name}{label}")
+                    self._mounted.append(folder)
+                for name in SCRATCH:
+                    (self._scratch / name).mkdir(mode=0o700)
             except BaseException:
                 self._cleanup_dirs()
                 with lock:
@@ -231,11 +165,12 @@ class Session:
                 self._state = "closed"
 
     def kill(self) -> None:
-        """SIGKILL every process of this session (the whole cgroup). Idempotent, any thread."""
+        """SIGKILL every process of this session (its whole group). Idempotent, any thread."""
         with self.lock:
             if self._state == "new":
                 return
-            kill_group([d for d in self._cgroups if d.is_dir()])
+            if self.group is not None:
+                self.group.kill()
             for p in self._procs_list:
                 if p.poll() is None:
                     try:
@@ -267,6 +202,7 @@ class Session:
     def _register_process(self, proc: subprocess.Popen) -> None:
         with self.lock:
             self._procs_list.append(proc)
+            self.group.launcher_pid = proc.pid
 
     def _wall_timeout(self) -> None:
         with self.lock:
@@ -277,12 +213,13 @@ class Session:
             self.kill()
 
     def _command(self, connection_file: str, extra_arguments: list[str]) -> tuple[list[str], int]:
-        """The full launcher + bwrap command line, and how many bwrap options follow BWRAP in it."""
-        sb, lim = self.sandbox, self.sandbox.limits
-        size = str(lim.tmp_mb << 20)
-        bw = [BWRAP, *common_bind_args(sb.python, sb.package_root, lim.tmp_mb << 20),
-              "--size", size, "--tmpfs", "/dev/shm",
-              "--size", size, "--tmpfs", INNER_HOME]
+        """The full launcher + bwrap command line, and how many bwrap options follow BWRAP in it. Every
+        folder the kernel may write is on a capped tmpfs: the working folder, and the session's scratch
+        tmpfs for /tmp, /dev/shm, $HOME and the connection files; /dev itself is read-only."""
+        sb, lim, group, scratch = self.sandbox, self.sandbox.limits, self.group, self._scratch
+        bw = [BWRAP, *common_bind_args(sb.python, sb.package_root, ["--bind", str(scratch / "tmp"), "/tmp"]),
+              "--bind", str(scratch / "shm"), "/dev/shm", "--remount-ro", "/dev",
+              "--bind", str(scratch / "home"), INNER_HOME]
         for f in self._font_binds:
             bw += ["--ro-bind", str(f), f"{INNER_MPLCONFIGDIR}/{f.name}"]
         bw += ["--bind", str(self.workdir), INNER_WORKDIR,
@@ -290,15 +227,19 @@ class Session:
                "--remount-ro", "/", "--chdir", INNER_WORKDIR,
                *env_args(sb._env())]
         n_opts = len(bw) - 1
-        bw += ["--", sb._python_cmd, "-m", "ipykernel_launcher", "-f", connection_file]
+        bw.append("--")
+        if group.nproc is not None:     # `job`: counted in the sandbox's own user namespace
+            bw += ["/usr/bin/prlimit", f"--nproc={group.nproc}:{group.nproc}", "--"]
+        bw += [sb._python_cmd, "-m", "ipykernel_launcher", "-f", connection_file]
         if not any(a.startswith("--HistoryManager.hist_file") for a in extra_arguments):
             bw.append("--HistoryManager.hist_file=:memory:")
         bw += extra_arguments
         as_kb = str(lim.effective_address_space_mb << 10) if lim.effective_address_space_mb else "unlimited"
-        return ["/bin/sh", "-c", LAUNCHER, "agentrl-sandbox",
-                ":".join(str(d / "cgroup.procs") for d in self._cgroups),
+        pin = "" if sb.control.pins_cpus else ",".join(map(str, group.cpus))
+        oom = "" if group.oom_score_adj is None else str(group.oom_score_adj)
+        return ["/bin/sh", "-c", LAUNCHER, "agentrl-sandbox", ":".join(group.procs_files),
                 as_kb, str(lim.file_size_mb << 11), str(lim.cpu_seconds),
-                str(lim.cpu_seconds + CPU_HARD_GRACE_S), *bw], n_opts
+                str(lim.cpu_seconds + CPU_HARD_GRACE_S), pin, oom, *bw], n_opts
 
     def _collect_exit_status(self) -> None:
         """Remember how the kernel ended if it ended on its own (before we kill anything)."""
@@ -309,7 +250,7 @@ class Session:
 
     def _count_leftovers(self) -> None:
         """Processes alive at exit other than the launcher (bwrap), bwrap's PID-1 and the kernel."""
-        pids = procs(self._cgroups)
+        pids = self.group.pids()
         outer = {p.pid for p in self._procs_list}
         info: dict[int, tuple[int, bytes]] = {}
         for pid in pids:
@@ -355,20 +296,9 @@ class Session:
 
     def _fill_report(self) -> None:
         r = self.report
-        mem, pids, cpu = self._cgroup["memory"], self._cgroup["pids"], self._cgroup["cpuacct"]
-        oom = read(mem / "memory.oom_control")
-        m = re.search(r"^oom_kill (\d+)", oom, re.M)
-        r.oom_killed = bool(m and int(m.group(1)) > 0)
-        try:
-            r.peak_memory_mb = int(read(mem / "memory.max_usage_in_bytes", "0")) / 2**20
-        except ValueError:
-            pass
-        m = re.search(r"^max (\d+)", read(pids / "pids.events"), re.M)
-        r.pids_limit_hit = bool(m and int(m.group(1)) > 0)
-        try:
-            r.cpu_seconds = int(read(cpu / "cpuacct.usage", "0")) / 1e9
-        except ValueError:
-            pass
+        used = self.group.usage()
+        r.oom_killed, r.pids_limit_hit = used.oom_killed, used.pids_limit_hit
+        r.cpu_seconds, r.peak_memory_mb = used.cpu_seconds, used.peak_memory_mb
         rc = self._exit_status_before_kill
         r.kernel_exit_status = rc
         lim = self.sandbox.limits
@@ -380,7 +310,7 @@ class Session:
             if rc == 128 + signal.SIGXFSZ:
                 r.file_size_limit_hit = True
         try:
-            with open(self._dir / "kernel.log", "rb") as f:
+            with open(self._scratch / "kernel.log", "rb") as f:
                 f.seek(0, os.SEEK_END)
                 f.seek(max(0, f.tell() - 4096))
                 r.kernel_log_tail = f.read().decode(errors="replace")
@@ -409,13 +339,11 @@ class Session:
         r.workdir_mb = total / 2**20
 
     def _cleanup_dirs(self) -> None:
-        for d in self._cgroups:
-            if d.is_dir():
-                kill_group([d], deadline_s=5.0)
-                rmdir_retry(d)
-        if self._mounted:
-            unmount_workspace(self.workdir)
-            self._mounted = False
+        if self.group is not None:
+            self.group.remove()
+        for folder in self._mounted:
+            unmount(folder)
+        self._mounted = []
         shutil.rmtree(self._dir, ignore_errors=True)
 
 

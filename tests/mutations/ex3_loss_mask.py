@@ -3,8 +3,9 @@
 Blanks: 0 = TODO 1 (the condition in build_loss_mask), 1 = TODO 2 (shift_mask_for_clm's return),
 2 = TODO 3 (is_trainable on the ChatML parts).
 
-The `is` mutations pass every visible test (literals in one process are one interned object) and
-fail on the hidden role names built at run time. Python warns about `is` with a literal when it
+The `is` mutations pass the seed page's tests (literals in one process are one interned object) and
+fail on role names built at run time, as a tokenizer or a file hands them over (visible: roles_from_data,
+names_from_data; hidden: more of them). Python warns about `is` with a literal when it
 compiles the answer cell: that SyntaxWarning goes to the answer cell's stderr, not a test cell's.
 """
 MUTATIONS = {

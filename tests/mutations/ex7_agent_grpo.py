@@ -23,7 +23,7 @@ MUTATIONS = {
         {3: "((per_token * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)).mean()"}, "test_token_mean"),
     "no mask in the numerator": ({3: "per_token.sum() / mask.sum().clamp(min=1.0)"}, "test_token_mean"),
     "divide by the sequence length T": ({3: "(per_token * mask).sum() / mask.shape[1]"}, "test_token_mean"),
-    # passes every visible test; NaN when nothing is trained
+    # NaN when nothing is trained (issue 26: once caught by a hidden test only, now by the visible contract test too)
     "no guard for an all-zero mask": ({3: "(per_token * mask).sum() / mask.sum()"}, "test_contract"),
     # TODO 5-6: the wiring
     "normalise the whole batch as one group": ({4: "group_normalize(rewards, len(rewards))"},
@@ -46,7 +46,7 @@ FIRST_HINT = {
     "per-sequence mean, then batch mean": "先在每条序列里求了平均",
     "no mask in the numerator": "没有乘 mask",
     "divide by the sequence length T": "所有位置的个数",
-    "no guard for an all-zero mask": None,
+    "no guard for an all-zero mask": "mask 全为 0",
     "normalise the whole batch as one group": "整批被当成了一组",
     "broadcast the raw rewards": "没有先做组内标准化",
 }

@@ -1,13 +1,14 @@
-"""Step 2, execute: one notebook runs in a sandbox, with limits, its outputs capped while they arrive.
+"""Execute: one notebook runs in a sandbox, with limits, its outputs capped while they arrive.
 
-    package = grading_package(assignment, dest)       # agentrl_ref without the answers (GIVEN_MODULES)
     runner = runner_for(assignment, grading_dir)       # one per assignment and settings, per process
     result = runner.run(nb, workdir)                   # nb executed in place; what happened (status, notes)
 
+and the same as nbgrader's step SandboxedExecute (lists.EXECUTE), for `make grade` and `nbgrader autograde`.
+
 Trusted code: it runs in the grader's process. The kernel runs the student's code in a bubblewrap
 sandbox (grader/sandbox) that sees only the notebook's empty working folder and a copy of the course
-package holding no reference answer for this assignment. While it runs, outputs are capped as they
-arrive (one print of 10 GB must not reach the grader's memory), messages nbclient cannot handle are
+package holding no reference answer for this assignment (package.py). While it runs, outputs are capped as
+they arrive (one print of 10 GB must not reach the grader's memory), messages nbclient cannot handle are
 dropped, and outputs that never arrive are an error, not a silent loss. Judging is the next step
 (verdict.py); nothing here decides a score.
 """
@@ -27,56 +28,19 @@ import nbformat
 from jupyter_client import AsyncKernelManager
 from jupyter_core.utils import run_sync
 from nbclient.exceptions import CellExecutionComplete, CellTimeoutError, DeadKernelError
-from nbgrader.preprocessors import Execute
-from traitlets import Integer
+from nbgrader.preprocessors import Execute, NbGraderPreprocessor
+from traitlets import Any, Integer, Unicode
 
-import agentrl_ref
 from agentrl_ref.checks.probes import GRADING_ENV
+from grader.course import course_of
+from grader.grade.package import grading_package
+from grader.grade.reference import expected_for, hidden_for
+from grader.grade.state import NotebookState
 from grader.sandbox import Sandbox, SandboxLimits
 
-PACKAGE = Path(agentrl_ref.__file__).resolve().parent
 # The grading kernel's environment: probes write records; one thread per math library, since two kernels
 # share the two cores (and the same settings in the reference run keep the records comparable).
 GRADING_KERNEL_ENV = {GRADING_ENV: "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
-
-# What of agentrl_ref an assignment's grading kernel may import, besides agentrl_ref/__init__.py and
-# agentrl_ref/checks/ (the visible tests and probes). Never the assignment's own answer: no component
-# module it asks for, nothing that contains a copy of it (teaching/cloze_snippets.json holds every
-# answer, agent/loss.py is exercise 7's). What an assignment is given as input may be there (exercise 5
-# combines exercise 1's and 2's rewards; exercise 7 trains with all six components).
-SIX = ["format_reward.py", "verifiable_reward.py", "loss_mask.py", "rollout_buffer.py", "composite_reward.py",
-       "token_credit.py"]
-CHAT = ["teaching/__init__.py", "teaching/chat_template.py", "teaching/mask_plots.py", "teaching/md_table.py"]
-GIVEN_MODULES: dict[str, list[str]] = {
-    "ex1_format_reward": [],
-    "ex2_verifiable_reward": [],
-    "ex3_loss_mask": CHAT,   # the tokenizer and the real conversation the visible test masks
-    "ex4_async_rollout": [],
-    "ex5_composite_reward": ["format_reward.py", "verifiable_reward.py"],
-    "ex6_token_credit": [],
-    "ex7_agent_grpo": SIX + CHAT + ["agent/*.py", "!agent/loss.py"],
-}
-NEVER = {"teaching/cloze_snippets.json"}
-
-
-def grading_package(assignment: str, dest: Path, package: Path = PACKAGE) -> Path:
-    """dest/agentrl_ref: __init__.py, checks/ and the assignment's GIVEN_MODULES; return dest."""
-    wanted = GIVEN_MODULES.get(assignment, [])
-    include = [p for p in wanted if not p.startswith("!")]
-    exclude = {p[1:] for p in wanted if p.startswith("!")} | NEVER
-    files = {"__init__.py"} | {str(p.relative_to(package)) for p in (package / "checks").rglob("*.py")}
-    for pattern in include:
-        files |= {str(p.relative_to(package)) for p in package.glob(pattern)}
-    files -= {f for pattern in exclude for f in (str(p.relative_to(package)) for p in package.glob(pattern))}
-    root = dest / "agentrl_ref"
-    if root.exists():
-        shutil.rmtree(root)
-    for rel in sorted(files):
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(package / rel, root / rel)
-    for folder in {(root / rel).parent for rel in files}:  # every sub-package is a package
-        (folder / "__init__.py").touch(exist_ok=True)
-    return dest
 
 
 def well_formed(nb: nbformat.NotebookNode) -> int:
@@ -107,14 +71,14 @@ _RUNNERS_LOCK = threading.Lock()
 
 
 def runner_for(assignment: str, grading: Path, *, cell_timeout: int = 60, notebook_timeout: int = 600,
-               sandbox: bool = True, limits=None) -> "Runner":
+               isolation: str = "auto", limits=None) -> "Runner":
     """The Runner of an assignment, with its package copy in grading/packages/<assignment> (one per process)."""
-    key = (assignment, str(grading), cell_timeout, notebook_timeout, sandbox, limits)
+    key = (assignment, str(grading), cell_timeout, notebook_timeout, isolation, limits)
     with _RUNNERS_LOCK:
         if key not in _RUNNERS:
             package = grading_package(assignment, grading / "packages" / assignment)
             _RUNNERS[key] = Runner(package, cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
-                                   sandbox=sandbox, limits=limits)
+                                   isolation=isolation, limits=limits)
         return _RUNNERS[key]
 
 
@@ -180,26 +144,31 @@ class RunResult:
     status: str = "ok"                  # ok | timeout | killed | error
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
-    cpu_seconds: float = 0.0            # every process of the kernel's sandbox (cgroup cpuacct)
+    cpu_seconds: float = 0.0            # every process of the kernel's sandbox (its group's CPU counter)
 
 
 class Runner:
-    """Executes notebooks for one assignment: sandboxed (default) or, explicitly, not."""
+    """Executes notebooks for one assignment: sandboxed at an isolation level (default: the best one here,
+    grader/sandbox/levels.py) or, explicitly (isolation "none"), not."""
 
     def __init__(self, package_root: Path, *, cell_timeout: int = 60, notebook_timeout: int = 600,
-                 sandbox: bool = True, limits=None):
+                 isolation: str = "auto", limits=None):
         self.package_root = Path(package_root)
         self.cell_timeout = cell_timeout
         self.notebook_timeout = notebook_timeout
         self.sandbox = None
-        if sandbox:
-            self.sandbox = Sandbox(self.package_root, limits or SandboxLimits(), extra_env=GRADING_KERNEL_ENV)
+        self.level = "none"
+        if isolation != "none":
+            self.sandbox = Sandbox(self.package_root, limits or SandboxLimits(), extra_env=GRADING_KERNEL_ENV,
+                                   isolation=isolation)
+            self.level = self.sandbox.level
         self.cpu_seconds = 0.0   # of every sandbox this runner ran (the benchmark's core-seconds)
         self._count = threading.Lock()
 
     def _executor(self) -> GuardedExecute:
-        return GuardedExecute(timeout=self.cell_timeout, interrupt_on_timeout=True, kernel_name="python3",
-                              shutdown_kernel="immediate")
+        # a kernel may take as long to start as a cell may take to run (a loaded or emulated machine)
+        return GuardedExecute(timeout=self.cell_timeout, startup_timeout=max(60, self.cell_timeout),
+                              interrupt_on_timeout=True, kernel_name="python3", shutdown_kernel="immediate")
 
     def run(self, nb: nbformat.NotebookNode, workdir: Path) -> RunResult:
         """Execute nb (in place) with workdir as the kernel's folder. Whatever the kernel does, this returns
@@ -323,3 +292,32 @@ class _PlainKernelManager(AsyncKernelManager):
         if process is not None and process.poll() is None:
             self.killed_by_watchdog = self.killed_by_watchdog or watchdog
             process.kill()
+
+
+class SandboxedExecute(NbGraderPreprocessor):
+    """The notebook runs in the grading sandbox (Runner), what happened goes into its state. The reference
+    records the next step judges against are the state's (make grade finds them once per assignment), else
+    found here: the instructor notebook run the same way (reference.py, cached)."""
+
+    zh = "执行"   # what the step does, for a note if it fails
+    timeout = Integer(60, help="seconds per cell").tag(config=True)
+    notebook_timeout = Integer(600, help="seconds per notebook").tag(config=True)
+    isolation = Unicode("auto", help="auto | cgroup | job | none (grader/sandbox/levels.py)").tag(config=True)
+    grading_dir = Unicode("", help="trusted working folder (default: <course>/.grading)").tag(config=True)
+    limits = Any(None, help="sandbox.SandboxLimits (default limits when None)").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        info, state = resources["nbgrader"], NotebookState.of(resources)
+        course = course_of(self)
+        grading = Path(self.grading_dir) if self.grading_dir else course / ".grading"
+        runner = runner_for(info["assignment"], grading, cell_timeout=self.timeout,
+                            notebook_timeout=self.notebook_timeout, isolation=self.isolation, limits=self.limits)
+        if state.expected is None:
+            state.expected = expected_for(info["assignment"], course / "source", runner, grading)
+            state.hidden = hidden_for(info["assignment"], course / "source")
+        result = runner.run(nb, grading / "work" / f"{info['student']}-{info['assignment']}-{id(nb):x}")
+        if result.status != "ok":
+            state.status = result.status
+        state.notes.extend(result.notes)
+        state.seconds = result.seconds
+        return result.nb, resources

@@ -1,7 +1,7 @@
-"""A throw-away local PostgreSQL server for parallel grading (tests, benchmarks, one-off classes).
+"""A throw-away local PostgreSQL server for the tests and benchmarks of sharded grading (a shared gradebook).
 
     with local_postgres() as db_url:
-        grade(submissions, out, db_url=db_url, jobs=os.cpu_count())
+        grade(submissions, out, db_url=db_url, shard=Shard(0, 2))
 
 Uses Debian's `postgresql` package binaries. PostgreSQL refuses to run as root, so as root the
 server runs as the `postgres` user. Listens on 127.0.0.1 only, on a free port, in a temporary
@@ -16,10 +16,11 @@ import glob
 import os
 import secrets
 import shutil
-import socket
 import subprocess
 import tempfile
 from pathlib import Path
+
+from ports import free_port
 
 
 def _bindir() -> Path:
@@ -27,12 +28,6 @@ def _bindir() -> Path:
     if not found:
         raise RuntimeError("PostgreSQL not found: apt-get install postgresql (see .ci/run)")
     return Path(found[-1]).parent
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextlib.contextmanager
@@ -44,7 +39,7 @@ def local_postgres(database: str = "gradebook"):
     folder = Path(tempfile.mkdtemp(prefix="agentrl-pg-", dir="/tmp"))
     if as_root:
         shutil.chown(folder, "postgres", "postgres")
-    data, port = folder / "data", _free_port()
+    data, port = folder / "data", free_port()
 
     password = secrets.token_urlsafe(24)
     pwfile = folder / "pwfile"

@@ -1,24 +1,27 @@
 """make grade: a whole class, read top to bottom. `python -m grader grade SUBMISSIONS …`
 
-For every hand-in (--jobs at a time; the two writing steps in one more thread, while the next notebooks run):
+For every hand-in, nbgrader's own lists of the course's steps (lists.py), run as they are, one step after
+the other; --jobs notebooks at a time in the sandbox threads, and one more thread that writes while the
+next notebooks run:
 
-    intake    submissions.py  only the student's own regular file, read and parsed   -> invalid
-    prepare   RebuildOnRelease, ClearOutput, SkipDemoCells   rebuilt on the release
-    execute   SandboxedExecute      in its own sandbox, outputs capped as they arrive
-    judge     TrustedVerdict        every test cell against the reference's records, outside the kernel
-    cap       CapOutputs            outputs capped and made inert
-    record    SaveVerdicts          the verdicts into the gradebook (one transaction); the judged
-                                    notebook into the course's autograded/ folder (formgrader reads it)
-    feedback  write_feedback        the student's HTML page
+    intake    submissions.py   only the student's own regular file, read and parsed      -> invalid
+    SANITIZE  prepare.py       rebuilt on the release, its own code scanned for what it reaches
+    EXECUTE   execute.py       run in its own sandbox, outputs capped as they arrive
+              verdict.py       every test cell judged against the reference's records, outside the kernel
+              outputs.py       outputs capped and made inert
+    --------- the writer thread
+    RECORD    gradebook.py     the judged notebook into the course's autograded/ folder (formgrader reads
+                               it), the verdicts into the gradebook (one transaction)
+    feedback  feedback.py      the student's HTML page (WriteFeedback)
 
-then, once: report (report.py) — grades.csv, cells.csv, report.md. The steps are the nbgrader
-preprocessors of preprocessors.py, the same ones `nbgrader autograde` runs in the course folder. Whatever
-goes wrong in one notebook's steps makes that notebook's row `error` with a note saying which step; the
-class goes on and every report is written.
+then, once: report (report.py) — grades.csv, cells.csv, report.md. These are the steps `nbgrader
+autograde` runs in the course folder. What they find travels in the notebook's NotebookState (state.py)
+and ends in its row. Whatever goes wrong in one notebook's steps makes that notebook's row `error` with a
+note naming the step; the class goes on and every report is written.
 
 With `shard` (K/N), only the students a stable hash gives to shard K are graded, into the shared
 gradebook, with outputs under OUT/shards/K/ and a manifest; `report(out, db_url)` then writes the class's
-reports from every shard (shards.py).
+reports from every shard (cluster/shards.py).
 """
 from __future__ import annotations
 
@@ -35,35 +38,54 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
-from nbconvert.preprocessors import Preprocessor
+from traitlets.config import Config
 
+from grader.cluster.shards import Shard, read_manifests, shard_folder, write_manifest
 from grader.course import COURSE_ID, GRADER, assignments, copy_course, generate_assignments
-from grader.execute import runner_for
-from grader.feedback import write_feedback
-from grader.gradebook import forget, scores_of
-from grader.preprocessors import SANITIZE, CapOutputs, SandboxedExecute, SaveVerdicts, TrustedVerdict, agentrl
-from grader.prepare import read_notebook, suspicious
-from grader.progress import Progress
-from grader.reference import expected_for
-from grader.sandbox import SandboxUnavailable, check_available, sweep_stale_cgroups
-from grader.report import write_reports
-from grader.shards import Shard, read_manifests, shard_folder, write_manifest
-from grader.submissions import Submission, SubmissionRejected, collect, read_submission
+from grader.grade.execute import runner_for
+from grader.grade.feedback import WriteFeedback
+from grader.grade.gradebook import forget, scores_of
+from grader.grade.lists import EXECUTE, RECORD, SANITIZE
+from grader.grade.prepare import read_notebook
+from grader.grade.progress import Progress
+from grader.grade.reference import expected_for, hidden_for
+from grader.grade.report import write_reports
+from grader.grade.state import NotebookState
+from grader.grade.submissions import Submission, SubmissionRejected, collect, read_submission
+from grader.sandbox import SandboxUnavailable, choose, level_table, refusal, sweep_stale
+
+IN_SANDBOX_THREADS = SANITIZE + EXECUTE     # --jobs notebooks at a time, each in its own sandbox
+IN_WRITER_THREAD = RECORD + [WriteFeedback]  # one thread: the gradebook, autograded/ and feedback/
 
 
 @dataclass
 class Run:
-    """The settings and places of one grading run (one machine, or one shard)."""
+    """The settings and places of one grading run (one machine, or one shard), and its steps."""
     course: Path                 # the scratch nbgrader course folder: config, source, release, autograded…
     grading: Path                # trusted: package copies, reference records, working folders
     db_url: str
     cell_timeout: int = 60
     notebook_timeout: int = 600
-    sandbox: bool = True
+    level: str = "none"          # the isolation level every notebook runs at (grader/sandbox/levels.py)
     limits: object = None
     expected: dict = field(default_factory=dict)   # assignment -> reference records
+    hidden: dict = field(default_factory=dict)     # assignment -> its hidden tests' strings (never quoted)
     timings: dict = field(default_factory=dict)    # step -> seconds, summed over notebooks
+    in_sandbox_threads: list = field(init=False)   # the steps, made once per run (__post_init__)
+    in_writer_thread: list = field(init=False)
     _clock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self):
+        # the steps, made once per run as nbgrader makes them: each from the settings nbgrader would read
+        config = Config()
+        config.CourseDirectory.root = str(self.course)
+        config.SandboxedExecute.timeout = self.cell_timeout
+        config.SandboxedExecute.notebook_timeout = self.notebook_timeout
+        config.SandboxedExecute.isolation = self.level
+        config.SandboxedExecute.grading_dir = str(self.grading)
+        config.SandboxedExecute.limits = self.limits
+        self.in_sandbox_threads = [step(config=config) for step in IN_SANDBOX_THREADS]
+        self.in_writer_thread = [step(config=config) for step in IN_WRITER_THREAD]
 
     def add_time(self, step: str, seconds: float) -> None:
         with self._clock:
@@ -72,90 +94,50 @@ class Run:
     def runner(self, assignment: str):
         """The assignment's sandboxed (or, explicitly, unsafe) runner, with its answer-free package copy."""
         return runner_for(assignment, self.grading, cell_timeout=self.cell_timeout,
-                          notebook_timeout=self.notebook_timeout, sandbox=self.sandbox, limits=self.limits)
+                          notebook_timeout=self.notebook_timeout, isolation=self.level, limits=self.limits)
 
     def kernel_cpu(self) -> float:
         return sum(self.runner(name).cpu_seconds for name in self.expected)
 
     def resources(self, sub: Submission) -> dict:
-        """What nbgrader's converters hand their preprocessors, and the course's own part."""
-        return {"nbgrader": {"student": sub.student, "assignment": sub.assignment, "notebook": sub.assignment,
-                             "db_url": self.db_url, "course_id": COURSE_ID},
-                "agentrl": {"status": "ok", "notes": [], "expected": self.expected[sub.assignment]}}
-
-
-def _through(preprocessors: list[Preprocessor], nb, resources):
-    for preprocessor in preprocessors:
-        nb, resources = preprocessor.preprocess(nb, resources)
-    return nb
-
-
-def prepare(nb, resources, run: Run):
-    return _through([cls(course_dir=str(run.course)) if hasattr(cls, "course_dir") else cls() for cls in SANITIZE],
-                    nb, resources)
-
-
-def execute(nb, resources, run: Run):
-    return _through([SandboxedExecute(timeout=run.cell_timeout, notebook_timeout=run.notebook_timeout,
-                                      sandbox=run.sandbox, grading_dir=str(run.grading), limits=run.limits,
-                                      course_dir=str(run.course))], nb, resources)
-
-
-def judge(nb, resources, run: Run):
-    return _through([TrustedVerdict()], nb, resources)
-
-
-def cap(nb, resources, run: Run):
-    return _through([CapOutputs()], nb, resources)
-
-
-def record(nb, resources, run: Run):
-    info = resources["nbgrader"]
-    dest = run.course / "autograded" / info["student"] / info["assignment"] / f"{info['assignment']}.ipynb"
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, dest)
-    return _through([SaveVerdicts()], nb, resources)
-
-
-def feedback(nb, resources, run: Run):
-    info = resources["nbgrader"]
-    write_feedback(nb, resources, run.course / "feedback" / info["student"] / info["assignment"]
-                   / f"{info['assignment']}.html")
-    return nb
-
-
-STEPS = [("prepare", "整理", prepare), ("execute", "执行", execute), ("judge", "判分", judge),
-         ("cap", "整理输出", cap), ("record", "记分", record), ("feedback", "生成反馈", feedback)]
+        """What nbgrader's converters hand their steps, with the notebook's state: the reference's records."""
+        resources = {"nbgrader": {"student": sub.student, "assignment": sub.assignment, "notebook": sub.assignment,
+                                  "db_url": self.db_url, "course_id": COURSE_ID}}
+        state = NotebookState.of(resources)
+        state.expected, state.hidden = self.expected[sub.assignment], self.hidden[sub.assignment]
+        return resources
 
 
 @dataclass
 class Job:
-    """One hand-in on its way through the steps."""
+    """One hand-in on its way through the lists."""
     sub: Submission
     nb: nbformat.NotebookNode | None = None
     resources: dict = field(default_factory=dict)
     stopped: bool = False      # a step failed: the later ones are not done
 
 
-def _steps(job: Job, run: Run, steps) -> None:
-    found = agentrl(job.resources)
-    for name, zh, step in steps:
+def run_steps(job: Job, steps: list, run: Run) -> None:
+    """Each step on the job's notebook, in order, timed. The first that fails stops this notebook alone:
+    its state becomes `error` with a note naming the step, and no later step runs on it."""
+    for step in steps:
         if job.stopped:
             return
+        name = type(step).__name__
         began = time.perf_counter()
         try:
-            job.nb = step(job.nb, job.resources, run)
+            job.nb, job.resources = step.preprocess(job.nb, job.resources)
         except Exception as exc:  # noqa: BLE001 - one notebook's fault stays with that notebook
-            found["status"], job.stopped = "error", True
-            found["notes"].append(f"{zh}这份 notebook 时出错（{type(exc).__name__}）：后面的步骤没有做")
+            state, job.stopped = NotebookState.of(job.resources), True
+            state.status = "error"
+            state.notes.append(f"{getattr(step, 'zh', '处理')}这份 notebook 时出错（{name}：{type(exc).__name__}）："
+                               "后面的步骤没有做")
         finally:
             run.add_time(name, time.perf_counter() - began)
-        if name == "prepare" and not job.stopped:
-            found["notes"].extend(suspicious(job.nb))
 
 
 def start(sub: Submission, run: Run) -> Job:
-    """Intake and the steps that need a sandbox slot: prepare, execute, judge, cap."""
+    """Intake, then the steps of the sandbox threads (SANITIZE, EXECUTE)."""
     job = Job(sub)
     try:
         job.nb = read_notebook(read_submission(sub))
@@ -163,21 +145,21 @@ def start(sub: Submission, run: Run) -> Job:
         sub.status, sub.notes, job.stopped = "invalid", [str(exc)] + sub.notes, True
         return job
     job.resources = run.resources(sub)
-    _steps(job, run, STEPS[:4])
+    run_steps(job, run.in_sandbox_threads, run)
     return job
 
 
 def finish(job: Job, run: Run) -> None:
-    """The writing steps (record, feedback), then everything found goes into the hand-in's row. Whatever
-    happened ends there (status, notes), never in an exception."""
+    """The steps of the writer thread (RECORD, the feedback page), then everything found goes into the
+    hand-in's row. Whatever happened ends there (status, notes), never in an exception."""
     if not job.resources:
         return
-    _steps(job, run, STEPS[4:])
-    found, sub = agentrl(job.resources), job.sub
-    sub.status = found["status"]
-    sub.notes = found["notes"] + sub.notes
-    sub.seconds = found.get("seconds", 0.0)
-    sub.passed = {gid: v.passed for gid, v in found.get("verdicts", {}).items()}
+    run_steps(job, run.in_writer_thread, run)
+    state, sub = NotebookState.of(job.resources), job.sub
+    sub.status = state.status
+    sub.notes = state.notes + sub.notes
+    sub.seconds = state.seconds
+    sub.passed = state.passed()
 
 
 def _quiet_nbgrader() -> None:
@@ -189,13 +171,17 @@ def _quiet_nbgrader() -> None:
     warnings.filterwarnings("ignore", module=r"nbgrader\.api")
 
 
-def _check_sandbox() -> None:
+def _isolation(request: str, limits) -> str:
+    """The level this run grades at, said out loud (the doctor's table for it); SystemExit if the machine
+    cannot give what was asked for, with the ways forward."""
     try:
-        check_available()
+        level = choose(request)
     except SandboxUnavailable as exc:
-        raise SystemExit(f"无法启动评分沙箱，没有评分 / cannot start the grading sandbox, nothing graded:\n{exc}\n"
-                         "（在不支持的机器上可以显式加 --unsafe-no-sandbox：学生代码将不受隔离，报告里会写明）")
-    sweep_stale_cgroups()
+        raise SystemExit(refusal(exc)) from None
+    print(level_table(level, limits), file=sys.stderr)
+    if level != "none":
+        sweep_stale(level)
+    return level
 
 
 @contextlib.contextmanager
@@ -248,6 +234,7 @@ def _reference_runs(run: Run, todo: list[Submission], pool, shared: Path | None)
         name = futures[future]
         try:
             run.expected[name] = future.result()
+            run.hidden[name] = hidden_for(name, run.course / "source")
         except ValueError as exc:   # the instructor notebook itself fails: grade nothing of it, say why
             print(f"cannot grade {name}: {exc}", file=sys.stderr)
             for sub in todo:
@@ -258,7 +245,7 @@ def _reference_runs(run: Run, todo: list[Submission], pool, shared: Path | None)
 
 
 def grade(submissions: Path, out: Path, cell_timeout: int = 60, notebook_timeout: int = 600,
-          db_url: str | None = None, jobs: int | None = None, sandbox: bool = True, limits=None,
+          db_url: str | None = None, jobs: int | None = None, isolation: str = "auto", limits=None,
           timings: dict | None = None, shard: Shard | None = None) -> list[Submission]:
     """Grade the folder's hand-ins into out (see the module docstring); return every row of the class
     (with shard: every row, this shard's graded). timings, if given, gets seconds per step (summed over
@@ -268,13 +255,15 @@ def grade(submissions: Path, out: Path, cell_timeout: int = 60, notebook_timeout
     started, cpu_started, timings["started"] = time.perf_counter(), time.process_time(), time.time()
     if shard is not None and not (db_url or "").startswith("postgresql"):
         raise SystemExit("SHARD needs a shared PostgreSQL gradebook: DB_URL=postgresql://… (or AGENTRL_DB_URL)")
-    if sandbox:
-        _check_sandbox()
+    level = _isolation(isolation, limits)
     _quiet_nbgrader()
     jobs = jobs or max(1, min(2, os.cpu_count() or 1))
+    if level == "job" and jobs != 1:   # the job's own limits are one notebook's: one at a time
+        print(f"isolation level job: one notebook at a time (not {jobs}) / 作业级隔离：一次只评一份", file=sys.stderr)
+        jobs = 1
     out = out.resolve()
     run, subs = _setup(submissions.resolve(), out, shard, db_url, cell_timeout=cell_timeout,
-                       notebook_timeout=notebook_timeout, sandbox=sandbox, limits=limits, timings=timings)
+                       notebook_timeout=notebook_timeout, level=level, limits=limits, timings=timings)
     mine = [s for s in subs if shard is None or shard.takes(s.student)]
     todo = [s for s in mine if s.path is not None and s.status == "ok"]
     timings["setup"] = time.perf_counter() - started
@@ -288,30 +277,30 @@ def grade(submissions: Path, out: Path, cell_timeout: int = 60, notebook_timeout
                 written[-1].add_done_callback(lambda _: progress.advance())
             for future in written:
                 future.result()
-    if sandbox:
-        sweep_stale_cgroups()
+    if level != "none":
+        sweep_stale(level)
     timings["grading"] = time.perf_counter() - started - timings["setup"]
     timings["kernel_cpu"] = run.kernel_cpu()                          # every sandbox, references included
     timings["grader_cpu"] = time.process_time() - cpu_started         # this process, every thread
     if shard is None:
-        _finish(out, subs, run.db_url, sandbox)
+        _finish(out, subs, run.db_url, level)
     else:
         timings["finished"] = time.time()
-        write_manifest(shard_folder(out, shard), shard, subs, sandbox, timings)
+        write_manifest(shard_folder(out, shard), shard, [s.row() for s in subs], level, timings)
     timings["total"] = time.perf_counter() - started
     timings["report"] = timings["total"] - timings["setup"] - timings["grading"]
     graded = sum(s.status not in ("missing", "invalid", "conflict") for s in mine)
     steps = ", ".join(f"{k} {v:.1f} s" for k, v in timings.items() if k not in ("total", "started", "finished"))
     print(f"graded {graded} notebooks of {len(mine)} in {timings['total']:.1f} s ({steps}; {jobs} at a time, "
-          f"sandbox {'on' if sandbox else 'OFF'}); results in {run.course.parent}", file=sys.stderr)
+          f"isolation {level}); results in {run.course.parent}", file=sys.stderr)
     return subs
 
 
-def _finish(out: Path, subs: list[Submission], db_url: str, sandbox: bool) -> str:
+def _finish(out: Path, subs: list[Submission], db_url: str, level: str) -> str:
     scores, maxima = scores_of(db_url, COURSE_ID, subs)
     if (out / "course" / "feedback").is_dir():
         shutil.copytree(out / "course" / "feedback", out / "feedback", dirs_exist_ok=True)
-    report = write_reports(out, subs, scores, maxima, sandbox)
+    report = write_reports(out, subs, scores, maxima, level)
     print(report)
     return report
 
@@ -320,12 +309,13 @@ def report(out: Path, db_url: str) -> list[Submission]:
     """After the shards: the class's grades.csv, cells.csv, report.md and feedback in out, from every
     shard's manifest and outputs and the shared gradebook. A shard that never finished is named."""
     out = out.resolve()
-    subs, missing, sandbox = read_manifests(out)
+    rows, missing, level = read_manifests(out)
+    subs = [Submission.from_row(row) for row in rows]
     for shard_dir in sorted((out / "shards").iterdir()):
         for part in ("autograded", "feedback"):
             if (shard_dir / "course" / part).is_dir():
                 shutil.copytree(shard_dir / "course" / part, out / "course" / part, dirs_exist_ok=True)
     if missing:
         print(f"shards that never finished: {', '.join(map(str, missing))}", file=sys.stderr)
-    _finish(out, subs, db_url, sandbox)
+    _finish(out, subs, db_url, level)
     return subs

@@ -1,8 +1,11 @@
-"""Step 5, record: the trusted verdicts become scores in nbgrader's gradebook, and are read back.
+"""Record: the trusted verdicts become scores in nbgrader's gradebook, and are read back.
 
     save_verdicts(db_url, course_id, assignment, student, passed)   # grade_id -> passed
     scores, maxima = scores_of(db_url, course_id, subs)
     forget(db_url, course_id, pairs)                                  # before a shard grades again
+
+nbgrader's step for it is SaveVerdicts (lists.RECORD): the judged notebook into the course's autograded/
+folder (formgrader reads it there), then its verdicts into the gradebook.
 
 One channel: a test cell's auto_score is its full points if the judge (verdict.py) passed it, else 0; no
 output of the notebook is read back. Each notebook is one transaction, so a notebook whose recording fails
@@ -12,11 +15,36 @@ one writer: writes from the threads of one process take turns.
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 
+import nbformat
+import nbgrader.api
 from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.preprocessors import NbGraderPreprocessor
+
+from grader.course import COURSE_ID, course_of
+from grader.grade.state import NotebookState
 
 RECORDED_STATUSES = ("ok", "timeout", "killed", "error")   # the others never reach a kernel
+
+
+@functools.cache
+def alembic_head() -> str:
+    """The head revision of nbgrader's gradebook migrations, read in this process. nbgrader asks for it by
+    starting `alembic heads` in a subprocess (a whole Python start-up) each time it creates a gradebook:
+    1-2 s of every grading run, a minute under software emulation. The answer is a constant of the
+    installed nbgrader; tests/test_nbgrader.py compares it with the subprocess's."""
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+    from nbgrader.dbutil import ALEMBIC_DIR
+
+    config = Config()
+    config.set_main_option("script_location", ALEMBIC_DIR)
+    return ScriptDirectory.from_config(config).get_current_head()
+
+
+nbgrader.api.get_alembic_version = alembic_head
 _SQLITE_WRITER = threading.Lock()
 
 
@@ -74,3 +102,21 @@ def scores_of(db_url: str, course_id: str, subs):
             cells = {g.name: (g.score, g.max_score) for g in nb.grades}
             scores[(sub.student, sub.assignment)] = (nb.score, nb.max_score, cells)
     return scores, maxima
+
+
+class SaveVerdicts(NbGraderPreprocessor):
+    """The judged notebook into the course's autograded/ folder, then each test cell's score from its
+    trusted verdict (save_verdicts), in place of nbgrader's SaveAutoGrades, which reads scores back from
+    error outputs. (Under `nbgrader autograde`, nbgrader then writes the same notebook there itself.)"""
+
+    zh = "记分"   # what the step does, for a note if it fails
+
+    def preprocess(self, nb, resources):
+        info = resources["nbgrader"]
+        student, name = info["student"], info["assignment"]
+        dest = course_of(self) / "autograded" / student / name / f"{info['notebook']}.ipynb"
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, dest)
+        save_verdicts(info["db_url"], info.get("course_id") or COURSE_ID, name, student,
+                      NotebookState.of(resources).passed())
+        return nb, resources

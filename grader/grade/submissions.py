@@ -12,7 +12,9 @@ opened with O_NOFOLLOW and checked again after opening. Two files claiming the s
 assignment are a conflict: both are named, neither is graded. Hidden entries (.ipynb_checkpoints,
 .DS_Store) are not hand-ins. A student id that is empty, hidden, too long, has a path separator, a glob
 character, a control or format character, or leading/trailing spaces is rejected with a note; the rest
-of the class is graded.
+of the class is graded. Two ids a person cannot tell apart (the same after Unicode normalisation and case
+folding, or letters of another script that look the same: Cyrillic "а" for Latin "a") are flagged on every
+row of both; a hand-in of the same assignment under both is a conflict, neither graded.
 Every notebook-like file in the folder ends up in some row (a file in no known place is reported on the
 student's row, or on a row of its own), so nothing a student handed in disappears without a word.
 """
@@ -21,7 +23,7 @@ from __future__ import annotations
 import os
 import stat
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 MAX_NOTEBOOK_BYTES = 50_000_000
@@ -41,6 +43,20 @@ class Submission:
     identity: tuple[int, int] | None = None   # (st_dev, st_ino) of the file when it was collected
     passed: dict[str, bool] = field(default_factory=dict)   # grade_id -> the trusted verdict
 
+    def row(self) -> dict:
+        """The row as plain data (a shard's manifest): what the class's report needs of it."""
+        row = asdict(self)
+        row["path"] = None if self.path is None else str(self.path)
+        row.pop("identity", None)
+        row.pop("passed", None)
+        return row
+
+    @classmethod
+    def from_row(cls, row: dict) -> "Submission":
+        fields = {k: v for k, v in row.items() if k in cls.__dataclass_fields__}
+        fields["path"] = None if row.get("path") is None else Path(row["path"])
+        return cls(**fields)
+
 
 class SubmissionRejected(Exception):
     """The file may not be graded; the message (Chinese) says why."""
@@ -55,6 +71,22 @@ def printable(name: str) -> str:
 def _unsafe(ch: str) -> bool:
     category = unicodedata.category(ch)
     return category[0] == "C" or (category[0] == "Z" and ch != " ")
+
+
+# Letters of other scripts that look like Latin ones, after case folding (after Unicode's confusables,
+# for the scripts a class list is likely to mix: Cyrillic and Greek, both cases folded)
+LOOK_ALIKE = str.maketrans({
+    "а": "a", "в": "b", "е": "e", "і": "i", "ј": "j", "к": "k", "м": "m", "н": "h", "о": "o", "р": "p",
+    "с": "c", "т": "t", "у": "y", "х": "x", "ѕ": "s", "ԁ": "d", "ԛ": "q", "ԝ": "w", "һ": "h", "ӏ": "l",
+    "ү": "y", "ѵ": "v", "α": "a", "β": "b", "ε": "e", "ζ": "z", "η": "h", "ι": "i", "κ": "k", "μ": "m",
+    "ν": "n", "ο": "o", "ρ": "p", "τ": "t", "υ": "y", "χ": "x", "ϲ": "c", "ı": "i", "ɡ": "g", "ɑ": "a",
+})
+
+
+def skeleton(name: str) -> str:
+    """What a person sees of an id: NFKC (full-width and compatibility forms), case folded, look-alike
+    letters of other scripts as the Latin ones. Two ids with one skeleton cannot be told apart."""
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name).casefold().translate(LOOK_ALIKE))
 
 
 def id_problem(name: str) -> str | None:
@@ -179,7 +211,30 @@ def collect(folder: Path, known: list[str], forbidden: list[Path] = ()) -> list[
         keys += [key for key in sorted(strays) if key[0] == student and key[1] not in used]
         for key in keys:
             subs.append(_decide(key, claims.get(key, []), strays.get(key, []), problem))
+    _look_alikes(subs)
     return subs
+
+
+def _look_alikes(subs: list[Submission]) -> None:
+    """Ids a person cannot tell apart: a note on each of their rows; the same assignment handed in under
+    two of them is a conflict (neither graded), as two files of one student are."""
+    groups: dict[str, set[str]] = {}
+    for sub in subs:
+        if sub.status != "invalid" or sub.path is not None:
+            groups.setdefault(skeleton(sub.student), set()).add(sub.student)
+    for same in (g for g in groups.values() if len(g) > 1):
+        rows = [s for s in subs if s.student in same]
+        handed_in = [(s.assignment, s.student) for s in rows if s.path is not None]
+        for sub in rows:
+            others = "、".join(sorted(o for o in same if o != sub.student))
+            twins = [who for what, who in handed_in if what == sub.assignment and who != sub.student]
+            if sub.path is not None and twins:
+                sub.status, sub.path = "conflict", None
+                sub.notes.insert(0, f"学生名 {sub.student} 和 {others} 看起来一样（Unicode 写法不同或是形近的字母），"
+                                    "同一份作业两个名字各交了一份：都没有评分，请确认是不是同一个人")
+            else:
+                sub.notes.insert(0, f"学生名 {sub.student} 和 {others} 看起来一样（Unicode 写法不同或是形近的字母）："
+                                    "请确认是不是同一个人")
 
 
 def _same_file(claims: dict[tuple[str, str], list[_Candidate]], forbidden) -> None:

@@ -11,7 +11,7 @@ judge_notebook(nb, expected) decides every test cell and rewrites its outputs fo
 it: what the student's code printed stays (capped, stderr relabelled), its errors become text (the
 instructor's copy keeps a failing check's report), its records go, and the verdict is appended (a pass
 mark, or an error output naming what went wrong). The score reaches the gradebook from the returned
-verdicts (gradebook.py), not from those outputs.
+verdicts (gradebook.py), not from those outputs. nbgrader's step for it is TrustedVerdict (lists.EXECUTE).
 """
 from __future__ import annotations
 
@@ -21,13 +21,17 @@ from dataclasses import dataclass
 from typing import Any
 
 import nbformat
+from nbgrader.preprocessors import NbGraderPreprocessor
 
 from agentrl_ref.checks.probes import MIME
 from grader.cells import grade_id, is_test as is_test_cell
+from grader.grade.redact import NOTHING, Redactor
+from grader.grade.state import NotebookState
 
 VERDICT_MARK = "agentrl_verdict"  # in the metadata of the output this module appends to a test cell
 VISIBLE = "visible:"  # records written by run_test start with this; hidden probes never do
 REL_TOL, ABS_TOL = 1e-5, 1e-7  # floats: what float32 arithmetic in another order still meets
+REDACTED = "含隐藏测试里的内容，不显示"  # in place of a student's value that holds a hidden test's string
 
 
 def records(cell) -> list[tuple[str, Any]]:
@@ -67,9 +71,11 @@ def check_reference(expected: dict[str, list[tuple[str, Any]]], assignment: str)
 # ---------------------------------------------------------------- comparing encoded values
 #
 # What a failing verdict may say. For a visible test (public inputs, the student runs it in JupyterLab too)
-# it quotes the student's value next to the expected one. For a hidden test it names only the property
-# that differs (a type, a length, a shape, a number, an exception), never a value: a student function can
-# make its return value, its exception's message or class name quote the hidden inputs it was called with.
+# it quotes the student's value next to the expected one, unless that value holds something of a hidden
+# test's strings (redact.py: a function can remember hidden inputs and return them in a later, visible test).
+# For a hidden test it names only the property that differs (a type, a length, a shape, a number, an
+# exception), never a value: a student function can make its return value, its exception's message or
+# class name quote the hidden inputs it was called with.
 
 _NUMBER = (bool, int, float)
 BUILTIN_EXCEPTIONS = {name for name, obj in vars(builtins).items()
@@ -84,18 +90,23 @@ def _number(x: Any) -> float | None:
     return None
 
 
-def difference(got: Any, want: Any, where: str = "", show: bool = True) -> str | None:
+def difference(got: Any, want: Any, where: str = "", show: bool = True, redact: Redactor = NOTHING) -> str | None:
     """None if got matches want (encoded values, see probes.py), else where and how they first differ.
-    show=False (hidden tests): the property that differs, without quoting any value."""
+    show=False (hidden tests): the property that differs, without quoting any value; show=True quotes the
+    student's value unless `redact` finds something of a hidden test in it."""
     here = where or "结果"
 
+    def quote(x: Any) -> str:
+        text = _short(x)
+        return f"{_kind(x)}（{REDACTED}）" if redact.leaks(repr(x)) or redact.leaks(text) else text
+
     def mismatch(what: str) -> str:
-        return f"{here}：期望 {_short(want)}，得到 {_short(got)}" if show else f"{here}：{what}"
+        return f"{here}：期望 {_short(want)}，得到 {quote(got)}" if show else f"{here}：{what}"
 
     w, g = _number(want), _number(got)
     if w is not None:
         if g is None:
-            return f"{here}：期望一个数，得到 {_short(got) if show else _kind(got)}"
+            return f"{here}：期望一个数，得到 {quote(got) if show else _kind(got)}"
         if math.isnan(w) or math.isnan(g):
             return None if math.isnan(w) and math.isnan(g) else mismatch("数值不对")
         if math.isclose(g, w, rel_tol=REL_TOL, abs_tol=ABS_TOL):
@@ -108,11 +119,11 @@ def difference(got: Any, want: Any, where: str = "", show: bool = True) -> str |
                         f"期望{_kind(want)}，得到{_kind(got)}")
     if isinstance(want, list):
         if not isinstance(got, list):
-            return f"{here}：期望一个列表，得到 {_short(got) if show else _kind(got)}"
+            return f"{here}：期望一个列表，得到 {quote(got) if show else _kind(got)}"
         if len(got) != len(want):
             return f"{here}：期望 {len(want)} 项，得到 {len(got)} 项" if show else f"{here}：项数不对"
         for i, (g_item, w_item) in enumerate(zip(got, want)):
-            diff = difference(g_item, w_item, f"{here}[{i}]", show)
+            diff = difference(g_item, w_item, f"{here}[{i}]", show, redact)
             if diff:
                 return diff
         return None
@@ -135,7 +146,7 @@ def difference(got: Any, want: Any, where: str = "", show: bool = True) -> str |
                     continue
                 return f"{here}：期望抛出 {_exception(want[key])}，得到 {_exception(got[key]) if show else '别的异常'}"
             sub = f"{here}" if key in ("tensor", "ndarray", "dict", "ok") else f"{here}.{key}"
-            diff = difference(got[key], want[key], sub, show)
+            diff = difference(got[key], want[key], sub, show, redact)
             if diff:
                 return diff
         return None
@@ -196,7 +207,7 @@ class Verdict:
     forged: bool = False   # records the reference never wrote: something in the kernel wrote them
 
 
-def judge(cell, expected: list[tuple[str, Any]]) -> Verdict:
+def judge(cell, expected: list[tuple[str, Any]], redact: Redactor = NOTHING) -> Verdict:
     got = records(cell)
     want_names = [name for name, _ in expected]
     extra = [name for name, _ in got if name not in want_names]
@@ -213,7 +224,7 @@ def judge(cell, expected: list[tuple[str, Any]]) -> Verdict:
         if not values:
             missing = "没有通过或没有跑完" if visible else "没有跑完（之前的代码出错或卡住了）"
             return Verdict(False, f"{label}{missing}")
-        diff = difference(values[0], want, show=visible)
+        diff = difference(values[0], want, show=visible, redact=redact)
         if diff:
             return Verdict(False, f"{label}不通过：{diff}")
     if [name for name, _ in got] != want_names:
@@ -265,23 +276,34 @@ def rewrite_test_cell(cell, verdict: Verdict) -> None:
     cell["outputs"] = kept + [mark]
 
 
-def judge_notebook(nb: nbformat.NotebookNode, expected: dict[str, list[tuple[str, Any]]]) -> dict[str, Verdict]:
+def judge_notebook(nb: nbformat.NotebookNode, expected: dict[str, list[tuple[str, Any]]],
+                   hidden: list[str] = ()) -> dict[str, Verdict]:
     """Judge every test cell against expected (grade_id -> the reference's records) and rewrite it (see
-    rewrite_test_cell); return grade_id -> Verdict."""
+    rewrite_test_cell); hidden: the assignment's hidden-test strings, never quoted. Return grade_id -> Verdict."""
     found = {}
+    redact = Redactor(hidden)
     for cell in nb.cells:
         if is_test_cell(cell):
             gid = grade_id(cell)
-            verdict = judge(cell, expected[gid]) if gid in expected else Verdict(False, f"参考答案里没有测试单元 {gid}")
+            verdict = (judge(cell, expected[gid], redact) if gid in expected
+                       else Verdict(False, f"参考答案里没有测试单元 {gid}"))
             found[gid] = verdict
             rewrite_test_cell(cell, verdict)
     return found
 
 
-def student_facing(cell) -> None:
-    """For the feedback students get back: a code cell without the kernel's outputs, except the verdicts
-    this module wrote. What the student's code printed at grading time could carry the hidden tests it saw
-    running (its own code runs inside the test cells); the instructor keeps the full executed notebook in
-    the course's autograded/ folder."""
-    if cell.get("cell_type") == "code":
-        cell["outputs"] = [o for o in cell.get("outputs", []) if (o.get("metadata") or {}).get(VERDICT_MARK)]
+class TrustedVerdict(NbGraderPreprocessor):
+    """Every test cell judged against the reference's records, outside the kernel (judge_notebook); the
+    verdicts and what an instructor should know of them go into the notebook's state."""
+
+    zh = "判分"   # what the step does, for a note if it fails
+
+    def preprocess(self, nb, resources):
+        state = NotebookState.of(resources)
+        state.verdicts = verdicts = judge_notebook(nb, state.expected, state.hidden)
+        if any(REDACTED in v.reason for v in verdicts.values()):
+            state.notes.append("可见测试的返回值里有隐藏测试的字符串：反馈里没有显示这些值")
+        forged = sorted(gid for gid, v in verdicts.items() if v.forged)
+        if forged:
+            state.notes.append(f"测试单元里出现了参考答案没有的评分记录（{', '.join(forged)}）：疑似伪造，已判 0 分")
+        return nb, resources

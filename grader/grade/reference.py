@@ -19,9 +19,9 @@ from pathlib import Path
 import nbformat
 
 from grader.cells import grade_id, is_test
-from grader.execute import Runner
-from grader.prepare import for_grading
-from grader.verdict import check_reference, error_summary, expected_records
+from grader.grade.prepare import for_grading
+from grader.grade.redact import hidden_strings
+from grader.grade.verdict import check_reference, error_summary, expected_records
 
 
 def _digest(*parts: bytes) -> str:
@@ -31,9 +31,9 @@ def _digest(*parts: bytes) -> str:
     return h.hexdigest()[:16]
 
 
-def expected_for(assignment: str, source: Path, runner: Runner, grading: Path,
-                 cache_dir: Path | None = None) -> dict:
-    """grade_id -> records of the assignment's instructor notebook run like a submission."""
+def expected_for(assignment: str, source: Path, runner, grading: Path, cache_dir: Path | None = None) -> dict:
+    """grade_id -> records of the assignment's instructor notebook run like a submission (by runner, the
+    assignment's execute.Runner, on its package copy)."""
     path = source / assignment / f"{assignment}.ipynb"
     files = sorted(p for p in runner.package_root.rglob("*") if p.is_file())
     key = _digest(path.read_bytes(), *(str(p.relative_to(runner.package_root)).encode() + p.read_bytes()
@@ -51,7 +51,7 @@ def expected_for(assignment: str, source: Path, runner: Runner, grading: Path,
         return expected
 
 
-def _run_reference(assignment: str, path: Path, runner: Runner, grading: Path, key: str) -> dict:
+def _run_reference(assignment: str, path: Path, runner, grading: Path, key: str) -> dict:
     nb = for_grading(nbformat.read(path, as_version=4))
     result = runner.run(nb, grading / "work" / f"reference-{assignment}-{key}")
     expected = expected_records(result.nb)
@@ -61,3 +61,8 @@ def _run_reference(assignment: str, path: Path, runner: Runner, grading: Path, k
                          f"({result.status}; {'; '.join(errors + result.notes)[:500]})")
     check_reference(expected, assignment)
     return expected
+
+
+def hidden_for(assignment: str, source: Path) -> list[str]:
+    """The strings of the assignment's hidden tests (redact.py): what no feedback may quote."""
+    return hidden_strings(nbformat.read(source / assignment / f"{assignment}.ipynb", as_version=4))

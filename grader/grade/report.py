@@ -1,6 +1,6 @@
-"""Step 5, report: grades.csv, cells.csv and report.md, safe to open whatever the students named things.
+"""Report: grades.csv, cells.csv and report.md, safe to open whatever the students named things.
 
-    report = write_reports(out, subs, scores, maxima, sandbox=True)
+    report = write_reports(out, subs, scores, maxima, level="cgroup2")
 
 Student-controlled text (ids, file names in notes) goes into a spreadsheet and a markdown page. In the CSV
 files a cell that starts with =, +, -, @, a tab or a carriage return gets a leading apostrophe, as OWASP
@@ -16,7 +16,7 @@ import re
 import statistics
 from pathlib import Path
 
-from grader.submissions import Submission, printable
+from grader.grade.submissions import Submission, printable
 
 STATUS_ZH = {"missing": "没交", "invalid": "无效", "conflict": "冲突", "timeout": "超时", "killed": "被终止",
              "error": "出错"}
@@ -88,12 +88,23 @@ def summarize(subs: list[Submission], scores, maxima, header: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_reports(out: Path, subs: list[Submission], scores, maxima, sandbox: bool) -> str:
-    """grades.csv, cells.csv and report.md in out; return the report's text."""
+HEADERS = {
+    "cgroup2": "**沙箱：已启用，隔离级别 cgroup2**（每份 notebook 在自己的 bubblewrap 沙箱和 cgroup v2 组里运行，"
+               "判分在沙箱外）。",
+    "cgroup1": "**沙箱：已启用，隔离级别 cgroup1**（每份 notebook 在自己的 bubblewrap 沙箱和 cgroup v1 组里运行，"
+               "判分在沙箱外）。",
+    "job": "**沙箱：已启用，隔离级别 job**（作业级：一次只评一份，每份在自己的 bubblewrap 沙箱里，用作业或 pod "
+           "自己的限额；哪些保证成立见 python -m grader doctor；判分在沙箱外）。",
+    "none": "**警告：没有沙箱（--isolation=none / --unsafe-no-sandbox）**：学生代码在评分机器上不受隔离地运行；"
+            "判分仍在内核之外，但文件、进程和网络都没有隔离。",
+}
+
+
+def write_reports(out: Path, subs: list[Submission], scores, maxima, level: str) -> str:
+    """grades.csv, cells.csv and report.md in out; return the report's text (its header names the
+    isolation level the class was graded at)."""
     write_csvs(out, subs, scores, maxima)
-    header = (["**沙箱：已启用**（每份 notebook 在独立的 bubblewrap 沙箱里运行，判分在沙箱外）。"] if sandbox else
-              ["**警告：没有沙箱（--unsafe-no-sandbox）**：学生代码在评分机器上不受隔离地运行；"
-               "判分仍在内核之外，但文件、进程和网络都没有隔离。"])
+    header = [HEADERS[level]]
     report = summarize(subs, scores, maxima, header)
     (out / "report.md").write_text(report, encoding="utf-8")
     return report

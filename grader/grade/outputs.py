@@ -1,6 +1,6 @@
-"""Step 4, cap outputs: every output of a judged notebook capped in size and made inert.
+"""Cap outputs: every output of a judged notebook capped in size and made inert.
 
-    cap_outputs(nb, OutputCaps())
+    cap_outputs(nb, OutputCaps())           # nbgrader's step for it: CapOutputs (lists.EXECUTE)
 
 Every output of every MIME type is capped (text, images, HTML, JSON), and so is the whole notebook, so one
 print of 50 MB or a 40 MB image ends up neither in the gradebook's folder nor in every feedback page.
@@ -12,9 +12,11 @@ import json
 from dataclasses import dataclass
 
 import nbformat
+from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets import Integer
 
-from grader.sanitize import inert_outputs
-from grader.verdict import VERDICT_MARK
+from grader.grade.sanitize import inert_outputs
+from grader.grade.verdict import VERDICT_MARK
 
 
 @dataclass(frozen=True)
@@ -60,3 +62,17 @@ def cap_outputs(nb: nbformat.NotebookNode, caps: OutputCaps = OutputCaps()) -> N
             kept.append(output)
         cell.outputs = kept
         inert_outputs(cell, keep_metadata=(VERDICT_MARK,))
+
+
+class CapOutputs(NbGraderPreprocessor):
+    """Every output capped and made inert (cap_outputs), with the caps as nbgrader settings."""
+
+    zh = "整理输出"   # what the step does, for a note if it fails
+    max_chars = Integer(OutputCaps.max_chars, help="longest text kept per output").tag(config=True)
+    max_rich_bytes = Integer(OutputCaps.max_rich_bytes, help="largest image / HTML / JSON output kept").tag(
+        config=True)
+    max_notebook_bytes = Integer(OutputCaps.max_notebook_bytes, help="all outputs of the notebook").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        cap_outputs(nb, OutputCaps(self.max_chars, self.max_rich_bytes, self.max_notebook_bytes))
+        return nb, resources

@@ -1,8 +1,11 @@
-"""Step 1, prepare: a hand-in becomes a notebook the grader may run, rebuilt on the release.
+"""Prepare: a hand-in becomes a notebook the grader may run, rebuilt on the release.
 
     nb = read_notebook(data)                        # ValueError (Chinese) if it is not a notebook
     fixed, notes = repair(nb, release, source)      # rebuilt on the release; what had to change
     for_grading(fixed)                              # outputs cleared, demo cells emptied
+
+and the same as nbgrader's steps (lists.SANITIZE): RebuildOnRelease (repair, then `suspicious`: what the
+student's own code reaches for, a note for the instructor), nbgrader's ClearOutput, SkipDemoCells.
 
 The rebuilt notebook is the release's notebook with the student's cells put into it:
 - every cell the release has gets the release's metadata back (type, tags, nbgrader fields);
@@ -23,9 +26,12 @@ import uuid
 import warnings
 
 import nbformat
+from nbgrader.preprocessors import NbGraderPreprocessor
 
 from grader.cells import grade_id, is_answer, is_demo, is_locked, is_test, nbgrader_metadata, tags
-from grader.sanitize import inert_cell
+from grader.course import course_of
+from grader.grade.sanitize import inert_cell
+from grader.grade.state import NotebookState
 
 # Student code that reaches for the grading machinery, the file system, processes or the network. It is
 # flagged for the instructor; it decides nothing (the sandbox and the trusted verdict do).
@@ -174,10 +180,11 @@ def _unique_ids(nb) -> None:
 
 
 def suspicious(nb: nbformat.NotebookNode) -> list[str]:
-    """What the student's own code reaches for (SUSPICIOUS): a note for the instructor, not a verdict."""
+    """What the student's own code reaches for (SUSPICIOUS): a note for the instructor, not a verdict.
+    Cells that do not run while grading (locked ones, demo cells) are not looked at."""
     found = []
     for cell in nb.cells:
-        if cell.cell_type != "code" or is_locked(cell):
+        if cell.cell_type != "code" or is_locked(cell) or is_demo(cell):
             continue
         for pattern, what in SUSPICIOUS:
             if pattern.search(cell.source) and what not in found:
@@ -197,3 +204,33 @@ def for_grading(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
             if is_demo(cell):
                 cell.source = DEMO_PLACEHOLDER
     return nb
+
+
+class RebuildOnRelease(NbGraderPreprocessor):
+    """The hand-in rebuilt on the release of the course folder (repair), with what had to change and what
+    its own code reaches for (suspicious) in the notebook's notes."""
+
+    zh = "整理"   # what the step does, for a note if it fails
+
+    def preprocess(self, nb, resources):
+        name = resources["nbgrader"]["assignment"]
+        course = course_of(self)
+        release = nbformat.read(course / "release" / name / f"{name}.ipynb", as_version=4)
+        source = nbformat.read(course / "source" / name / f"{name}.ipynb", as_version=4)
+        fixed, notes = repair(nb, release, source)
+        notes += suspicious(fixed)
+        for note in notes:
+            self.log.warning("%s: %s", resources["nbgrader"].get("student"), note)
+        NotebookState.of(resources).notes.extend(notes)
+        return fixed, resources
+
+
+class SkipDemoCells(NbGraderPreprocessor):
+    """Cells tagged `demo` teach but grade nothing; they are not run while grading."""
+
+    zh = "整理"
+
+    def preprocess_cell(self, cell, resources, index):
+        if is_demo(cell):
+            cell.source = DEMO_PLACEHOLDER
+        return cell, resources

@@ -16,8 +16,9 @@ from importlib import import_module
 from pathlib import Path
 
 from agentrl_ref.teaching.cloze import SNIPPETS, Snippet
+from grader.course import GRADER
 
-COURSE_SOURCE = Path(__file__).resolve().parent / "source"
+COURSE_SOURCE = GRADER / "source"
 
 
 def notebook_solution_code(assignment: str, course: Path = COURSE_SOURCE) -> str:

@@ -11,11 +11,16 @@ instructor notebook a solution line carries a marker comment:
 
 `# BLANK` alone blanks what follows the first ` = ` (or `return `, `assert `);
 `# BLANK: text` blanks exactly `text`, which must occur in the line. The release step that applies it is
-preprocessors.FillInTheBlanks.
+FillInTheBlanks, in nbgrader's generate_assignment list (GENERATE) in place of ClearSolutions.
 """
 from __future__ import annotations
 
 import re
+
+from nbgrader.preprocessors import (
+    CheckCellMetadata, ClearHiddenTests, ClearMarkScheme, ClearOutput, ClearSolutions, ComputeChecksums,
+    IncludeHeaderFooter, InstantiateTests, LockCells, SaveCells,
+)
 
 BLANK = "_____"
 MARK = re.compile(r"\s*#\s*BLANK(?::\s*(?P<text>.*?))?\s*$")
@@ -61,3 +66,21 @@ def blank_source(source: str) -> str:
 
 def has_blanks(source: str) -> bool:
     return any(MARK.search(line) for line in source.split("\n"))
+
+
+class FillInTheBlanks(ClearSolutions):
+    """ClearSolutions that turns `# BLANK` lines into `_____` and keeps the rest of the cell."""
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        if cell.cell_type == "code" and has_blanks(cell.source):
+            if self.begin_solution_delimeter in cell.source:
+                raise RuntimeError("a cell uses either # BLANK lines or a solution region, not both")
+            cell.source = blank_source(cell.source)
+            return cell, resources
+        return super().preprocess_cell(cell, resources, cell_index)
+
+
+# nbgrader's generate_assignment list with FillInTheBlanks in place of ClearSolutions. The order matters:
+# hidden tests are cleared after the checksums are saved.
+GENERATE = [IncludeHeaderFooter, InstantiateTests, LockCells, FillInTheBlanks, ClearOutput, CheckCellMetadata,
+            ComputeChecksums, SaveCells, ClearHiddenTests, ClearMarkScheme, ComputeChecksums, CheckCellMetadata]

@@ -1,0 +1,91 @@
+"""Feedback: the HTML page a student gets back, written by nbgrader's feedback template.
+
+    write_feedback(nb, resources, dest)   # nb: the judged notebook; resources: nbgrader's (student, db_url…)
+
+The page is what `nbgrader generate_feedback` writes (its template, its grade lookup), built by the
+preprocessors the course's nbgrader_config.py gives GenerateFeedback (FEEDBACK, below): the scores from the
+gradebook, no hidden tests, no kernel output but the verdicts (StudentFacingOutputs). `make grade` writes
+each page as soon as its notebook is recorded (WriteFeedback, after lists.RECORD in the writer thread). One
+notebook at a time, so a notebook nbconvert cannot render loses its own page and nothing else.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import nbformat
+import nbgrader.converters
+from nbconvert import HTMLExporter
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+from nbgrader.preprocessors import ClearHiddenTests, GetGrades, NbGraderPreprocessor
+from traitlets.config import Config
+
+from grader.course import course_of
+from grader.grade.verdict import VERDICT_MARK
+
+_TEMPLATES = Path(nbgrader.converters.__file__).resolve().parent.parent / "server_extensions" / "formgrader"
+
+
+def student_facing(cell) -> None:
+    """A code cell without the kernel's outputs, except the verdicts (verdict.py marks them). What the
+    student's code printed at grading time could carry the hidden tests it saw running (its own code runs
+    inside the test cells); the instructor keeps the full executed notebook in the course's autograded/."""
+    if cell.get("cell_type") == "code":
+        cell["outputs"] = [o for o in cell.get("outputs", []) if (o.get("metadata") or {}).get(VERDICT_MARK)]
+
+
+class StudentFacingOutputs(NbGraderPreprocessor):
+    """Every code cell as student_facing leaves it."""
+
+    def preprocess_cell(self, cell, resources, index):
+        student_facing(cell)
+        return cell, resources
+
+
+# nbgrader's GenerateFeedback list with the course's step: hidden tests cleared, the kernel's outputs gone
+FEEDBACK = [GetGrades, ClearHiddenTests, StudentFacingOutputs, CSSHTMLHeaderPreprocessor]
+
+
+def feedback_config() -> Config:
+    """HTMLExporter settings of nbgrader's GenerateFeedback: its feedback template and bootstrap's CSS."""
+    config = Config()
+    config.HTMLExporter.template_name = "feedback"
+    config.HTMLExporter.extra_template_basedirs = [str(_TEMPLATES / "templates")]
+    config.HTMLExporter.extra_template_paths = [str(_TEMPLATES / "static" / "node_modules" / "bootstrap" / "dist"
+                                                    / "css")]
+    return config
+
+
+_per_thread = threading.local()
+
+
+def _exporter() -> HTMLExporter:
+    """One exporter per thread (its templates compiled once; its preprocessors keep per-call state)."""
+    if not hasattr(_per_thread, "exporter"):
+        exporter = HTMLExporter(config=feedback_config())
+        for preprocessor in FEEDBACK:
+            exporter.register_preprocessor(preprocessor, enabled=True)
+        _per_thread.exporter = exporter
+    return _per_thread.exporter
+
+
+def write_feedback(nb: nbformat.NotebookNode, resources: dict, dest: Path) -> None:
+    body, _ = _exporter().from_notebook_node(nbformat.from_dict(nb), resources=resources)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(dest.name + f".{os.getpid()}.tmp")
+    tmp.write_text(body, encoding="utf-8")
+    os.replace(tmp, dest)
+
+
+class WriteFeedback(NbGraderPreprocessor):
+    """`make grade`'s last step: the notebook's feedback page into the course's feedback/ folder, as
+    `nbgrader generate_feedback` would write it once its scores are in the gradebook."""
+
+    zh = "生成反馈"   # what the step does, for a note if it fails
+
+    def preprocess(self, nb, resources):
+        info = resources["nbgrader"]
+        write_feedback(nb, resources, course_of(self) / "feedback" / info["student"] / info["assignment"]
+                       / f"{info['notebook']}.html")
+        return nb, resources

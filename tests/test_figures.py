@@ -1,0 +1,148 @@
+"""Every figure of exercises 1-6 speaks Chinese where a CJK font is installed, and no figure ever misses a glyph.
+
+Each figure function of agentrl_ref.teaching is drawn twice: as the book build and the lab draw it (with the CJK
+font that `make deps`, `make book` and `make lab` install, when it is there), and as Colab or Binder draw it (no
+CJK font: the English text of cjk.zh). Both times matplotlib must not warn (a "Glyph ... missing" warning is
+stderr: it fails the book's -W build and makes nbgrader score a test cell 0), and every character of every text
+must be in a font matplotlib draws it with. The Chinese drawing is saved to test-artifacts/figure-<name>.png.
+"""
+from __future__ import annotations
+
+import unicodedata
+import warnings
+from dataclasses import replace
+
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib import font_manager  # noqa: E402
+from matplotlib.ft2font import FT2Font  # noqa: E402
+
+from agentrl_ref.teaching import cjk  # noqa: E402
+
+
+def _reject_times():
+    from agentrl_ref.teaching.format_compare import plot_reject_times
+
+    lengths = [1000, 2000, 4000, 8000]
+    return plot_reject_times({"length": lengths, "seed page": [n * n * 1e-9 for n in lengths],
+                              "tempered regex": [1e-6] * 4, "agentrl_ref": [n * 1e-8 for n in lengths]})
+
+
+def _verifiers():
+    from agentrl_ref.teaching.verifier_table import plot_verifiers
+    from test_verifier_table import _comparison
+
+    return plot_verifiers([_comparison(True, True, True), _comparison(True, False, True, toy_s=2e-6),
+                           _comparison(False, False, True)])
+
+
+def _mask_heatmap():
+    from agentrl_ref.loss_mask import shift_mask_for_clm
+    from agentrl_ref.teaching.chat_template import AGENT_CONVERSATION, loss_mask_from_tokens, tokenize_chat
+    from agentrl_ref.teaching.mask_plots import plot_mask_heatmap
+
+    chat = tokenize_chat(AGENT_CONVERSATION)
+    mask = loss_mask_from_tokens(chat)
+    return plot_mask_heatmap(chat, mask, shift_mask_for_clm(mask))
+
+
+def _rollouts():
+    from agentrl_ref.teaching.rollout_plots import plot_results
+    from agentrl_ref.teaching.rollout_sim import SimConfig, run_modes
+
+    return plot_results(run_modes(replace(SimConfig(), n_steps=12, max_staleness=2)),
+                        cjk.zh("长尾很重", "Heavy tail"))
+
+
+def _lengths():
+    from agentrl_ref.teaching.length_plots import plot_length_rewards
+
+    return plot_length_rewards()
+
+
+def _strategies():
+    from agentrl_ref.teaching.credit_plots import long_trajectory, plot_strategies, seed_example
+
+    return plot_strategies([seed_example(), long_trajectory()])
+
+
+def _outcome_credit():
+    from agentrl_ref.teaching.credit_plots import grpo_group, long_trajectory, plot_outcome_credit
+
+    group = grpo_group()
+    return plot_outcome_credit(group, long_trajectory(), group.advantages[0].item())
+
+
+FIGURES = {"ex1-reject-times": _reject_times, "ex2-verifiers": _verifiers, "ex3-mask-heatmap": _mask_heatmap,
+           "ex4-rollouts": _rollouts, "ex5-length-rewards": _lengths, "ex6-strategies": _strategies,
+           "ex6-outcome-credit": _outcome_credit}
+
+
+def _texts(fig) -> list[str]:
+    return [t.get_text() for t in fig.findobj(matplotlib.text.Text) if t.get_text()]
+
+
+def _is_cjk(ch: str) -> bool:
+    return unicodedata.east_asian_width(ch) in "WF"
+
+
+def _fonts_used() -> list[str]:
+    """The files matplotlib draws text with: one per entry of font.family, in order (its fallback chain)."""
+    props = font_manager.FontProperties(family=matplotlib.rcParams["font.family"])
+    return [str(path) for path in font_manager.fontManager._find_fonts_by_props(props)]
+
+
+def _missing_glyphs(texts: list[str]) -> set[str]:
+    covered: set[int] = set()
+    for path in _fonts_used():
+        covered |= set(FT2Font(path).get_charmap())
+    return {ch for text in texts for ch in text if ch.isprintable() and not ch.isspace() and ord(ch) not in covered}
+
+
+def _draw(make):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a missing glyph warns; the book build and nbgrader punish any stderr
+        fig = make()
+        fig.canvas.draw()
+    return fig
+
+
+@pytest.mark.parametrize("name", FIGURES)
+def test_figure_is_chinese_where_the_font_is_and_never_misses_a_glyph(name, artifacts):
+    fig = _draw(FIGURES[name])
+    try:
+        texts = _texts(fig)
+        assert not _missing_glyphs(texts), (name, _missing_glyphs(texts))
+        if cjk.cjk_font():
+            assert any(_is_cjk(ch) for text in texts for ch in text), f"{name}: no Chinese text"
+            fig.savefig(artifacts / f"figure-{name}.png")
+    finally:
+        plt.close(fig)
+
+
+@pytest.mark.parametrize("name", FIGURES)
+def test_without_a_cjk_font_the_figure_falls_back_to_english(name, monkeypatch):
+    monkeypatch.setattr(cjk, "cjk_font", lambda: None)
+    fig = _draw(FIGURES[name])
+    try:
+        texts = _texts(fig)
+        assert not any(_is_cjk(ch) for text in texts for ch in text), (name, texts)
+        assert not _missing_glyphs(texts), (name, _missing_glyphs(texts))
+    finally:
+        plt.close(fig)
+
+
+def test_the_project_installs_the_font_the_figures_use():
+    """make deps (tests), make book and make lab install Debian's fonts-noto-cjk; cjk.py finds it."""
+    from pathlib import Path
+
+    makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text(encoding="utf-8")
+    assert "CJK_FONT_PACKAGE := fonts-noto-cjk" in makefile and "fonts-noto-cjk" in makefile.split("DEBIAN_PACKAGES")[1]
+    for target in ("book: vendor fonts", "lab: venv fonts", "lab-instructor: venv fonts"):
+        assert target in makefile
+    if Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc").is_file():
+        assert cjk.cjk_font() == "Noto Sans CJK SC"
