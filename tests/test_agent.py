@@ -18,9 +18,10 @@ import torch
 
 from agentrl_ref import cosine_length_reward
 from agentrl_ref.agent import (
-    VOCAB, GRPOConfig, Problem, SFTConfig, build_reward_fn, calculator, clipped_pg_loss, collate, demo_episode,
-    episode_html, grpo, make_task, pg_stats, replay, resolve_parts, run_grpo, run_sft, sample_episodes, train,
+    VOCAB, GRPOConfig, Parts, Problem, SFTConfig, build_reward_fn, calculator, clipped_pg_loss, collate, demo_episode,
+    grpo, make_task, pg_stats, replay, resolve_parts, run_grpo, run_sft, sample_episodes, train,
 )
+from agentrl_ref.teaching.capstone import episode_html
 from agentrl_ref.teaching.seed_rollout_buffer import SeedRolloutBuffer as StudentBuffer  # ex4's class, no max_staleness
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -361,7 +362,7 @@ def test_grpo_takes_the_students_loss_and_buffer_even_without_loss_py(tiny_run, 
 
     monkeypatch.setitem(sys.modules, "agentrl_ref.agent.loss", None)  # as in the grading sandbox: import fails
     res = grpo(tiny_run.sft_policy(), tiny_run.task, GRPOConfig(steps=2, prompts_per_step=4, group_size=4),
-               loss_fn=my_loss, parts={"AsyncRolloutBuffer": StudentBuffer})
+               parts={"loss": my_loss, "AsyncRolloutBuffer": StudentBuffer})
     assert len(calls) == 2 and len(res.history) == 2
     assert "clip_frac" not in res.history[0]
 
@@ -377,19 +378,20 @@ def test_advantage_fn_replaces_the_default_wiring_with_the_same_numbers(tiny_run
         return broadcast_to_tokens(group_normalize(rewards, group_size), loss_mask)
 
     cfg = GRPOConfig(steps=2, prompts_per_step=4, group_size=4)
-    own = grpo(tiny_run.sft_policy(), tiny_run.task, cfg, advantage_fn=token_advantages)
+    own = grpo(tiny_run.sft_policy(), tiny_run.task, cfg, parts=Parts(advantages=token_advantages))
     assert [c[:2] for c in calls] == [((16,), 4)] * 2 and all(c[2][0] == 16 for c in calls)
     assert _curves_of(own) == _curves_of(grpo(tiny_run.sft_policy(), tiny_run.task, cfg))
     with pytest.raises(ValueError, match="advantage_fn"):
         grpo(tiny_run.sft_policy(), tiny_run.task, GRPOConfig(steps=1, prompts_per_step=4, group_size=4,
-                                                              credit="last_token"), advantage_fn=token_advantages)
+                                                              credit="last_token"),
+             parts=Parts(advantages=token_advantages))
 
 
 def test_a_wrong_student_part_changes_the_run_and_the_printout_names_it(tiny_run):
     """MY_PARTS reaches the trainer: a sign-flipped group_normalize (a realistic ex6 mistake) changes the curves, and
     the one-line summary printed beside the result names the student's function."""
     from agentrl_ref import group_normalize
-    from agentrl_ref.agent import parts_summary
+    from agentrl_ref.teaching.capstone import parts_summary
 
     def flipped(rewards, group_size):
         return -group_normalize(rewards, group_size)
@@ -414,7 +416,7 @@ def test_with_a_students_part_the_reference_runs_beside_it_from_the_same_weights
 
     cfg = GRPOConfig(steps=2, prompts_per_step=4, group_size=4)
     start = run_sft(7, TINY_SFT, n_test=32)
-    run, reference = run_grpo_compared(copy.deepcopy(start), cfg, loss_fn=my_loss)
+    run, reference = run_grpo_compared(copy.deepcopy(start), cfg, parts=Parts(loss=my_loss))
     again = run_grpo(copy.deepcopy(start), cfg)  # what the reference run must have been
     assert reference.correct == again.after["sampled"].correct
     assert run.after["sampled"].correct != reference.correct or run.grpo_result.history != again.grpo_result.history
@@ -465,8 +467,9 @@ def test_figures_are_in_chinese_without_a_missing_glyph_and_the_episode_renders(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from agentrl_ref.agent import (
-        ABLATIONS, plot_cliff, plot_differences, plot_schedule, plot_training_curves, plot_versions,
+    from agentrl_ref.agent import ABLATIONS
+    from agentrl_ref.teaching.capstone import (
+        plot_cliff, plot_differences, plot_schedule, plot_training_curves, plot_versions,
     )
     comparisons = [(n, m, a, b) for n, ab in ABLATIONS.items() for m, a, b in ab.comparisons if m == "accuracy"]
     arms = [tiny_ablations.runs["stale0", 7], tiny_ablations.runs["stale2", 7]]
@@ -481,7 +484,7 @@ def test_figures_are_in_chinese_without_a_missing_glyph_and_the_episode_renders(
         texts = [t.get_text() for t in fig.findobj(matplotlib.text.Text) if t.get_text()]
         assert any(any("\u4e00" <= ch <= "\u9fff" for ch in text) for text in texts), texts
         plt.close(fig)
-    from agentrl_ref.agent import offpolicy_details
+    from agentrl_ref.teaching.capstone import offpolicy_details
 
     details = offpolicy_details(tiny_ablations)
     assert details.count("\n- ") == 6  # the lag of every step and five counts under the table

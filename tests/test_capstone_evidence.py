@@ -11,14 +11,12 @@ import os
 import pytest
 import torch
 
-from agentrl_ref.agent import (
-    GRPOConfig, aggregated, clipped_pg_loss, describe_parts, group_center, judge, origin, paired, paired_se,
-    parts_summary, run_jobs,
-)
+from agentrl_ref.agent import GRPOConfig, aggregated, clipped_pg_loss, group_center, paired, paired_se, run_jobs
 from agentrl_ref.agent.ablations import VersionEval, _time_weights
 from agentrl_ref.agent.verdicts import (
     ALPHA, SeedDiff, across_seeds, sign_chance, t_critical, t_two_sided_p, unpaired, unpaired_se,
 )
+from agentrl_ref.teaching.capstone import describe_parts, judge, origin, parts_summary
 
 
 # --- verdicts from fabricated per-seed results: one test per outcome ------------------------------
@@ -228,7 +226,7 @@ def test_no_demo_cell_shadows_a_pasted_part_with_the_reference():
 def test_a_students_run_far_from_the_reference_is_told_so_in_one_line():
     from types import SimpleNamespace
 
-    from agentrl_ref.agent import reference_line
+    from agentrl_ref.teaching.capstone import reference_line
     from agentrl_ref.agent.evaluation import EvalResult
 
     def ev(correct):

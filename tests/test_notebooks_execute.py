@@ -10,7 +10,7 @@ import pytest
 from course import ASSIGNMENTS, KEEP_OUTPUTS, SOURCE
 
 CAPSTONE = "ex7_agent_grpo"
-MEASURED_TAG = "measured"  # a cell whose every output comes from a clock (agentrl_ref.agent.progress)
+MEASURED_TAG = "measured"  # a cell whose every output comes from a clock (agentrl_ref.teaching.progress)
 
 
 def execute(name: str, drop_tag: str | None = None) -> nbformat.NotebookNode:
@@ -48,7 +48,7 @@ def test_instructor_notebook_executes(name, request):
 def _deterministic_outputs(cell) -> list:
     """What a cell printed and displayed, without the displays marked as measured (their metadata) and without
     execution counts."""
-    from agentrl_ref.agent.progress import MEASURED
+    from agentrl_ref.teaching.progress import MEASURED
 
     out = []
     for o in cell.outputs:

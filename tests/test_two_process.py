@@ -20,7 +20,7 @@ from agentrl_ref.agent import (
     GRPOConfig, SFTConfig, Task, WeightBoard, collate, grpo, grpo_two_process, off_policy_inputs,
     resolve_parts, run_sft, sample_chunk, token_logp,
 )
-from agentrl_ref.agent.threads import torch_threads
+from agentrl_ref.agent.concurrency import torch_threads
 from agentrl_ref.agent.two_process import available
 from agentrl_ref.rollout_buffer import AsyncRolloutBuffer
 
@@ -137,7 +137,7 @@ def test_an_exception_in_the_trainer_stops_the_worker(start):
         return -(advantages * logp_new * loss_mask).sum() / loss_mask.sum()
 
     with pytest.raises(ValueError, match="a student's loss failed"):
-        grpo_two_process(start.sft_policy(), start.task, TINY, loss_fn=failing_loss)
+        grpo_two_process(start.sft_policy(), start.task, TINY, parts={"loss": failing_loss})
     assert len(calls) == 2 and not _children()
 
 
@@ -338,7 +338,8 @@ def test_the_throughput_section_measures_every_setting_and_evaluates_every_versi
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from agentrl_ref.agent import measure_throughput, plot_timeline, plot_wall_versions, throughput_table
+    from agentrl_ref.agent import measure_throughput
+    from agentrl_ref.teaching.capstone import plot_timeline, plot_wall_versions, throughput_table
 
     cfg = GRPOConfig(steps=3, prompts_per_step=8, group_size=4)
     real = measure_throughput(start, staleness=(0, 2), base=cfg)

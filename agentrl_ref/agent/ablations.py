@@ -8,7 +8,7 @@ Arms are data (ARMS); an ablation names the arms it compares (ABLATIONS; the fir
 Seed s means: the task, the policy's initialisation, SFT and GRPO all use seed s, and both arms of a
 comparison start from the same SFT weights of seed s and are evaluated on the same held-out problems.
 Arms marked "short_sft" start from CLIFF_SFT_STEPS steps of SFT instead (the cliff). The arms of all
-seeds run in worker processes (pool.py), one torch thread each.
+seeds run in worker processes (concurrency.py), one torch thread each.
 """
 from __future__ import annotations
 
@@ -17,11 +17,15 @@ import os
 import time
 from dataclasses import dataclass, field, replace
 
+from agentrl_ref.agent.concurrency import default_processes, run_jobs, start_jobs
 from agentrl_ref.agent.evaluation import EvalResult, evaluate
-from agentrl_ref.agent.grpo_trainer import GRPOConfig, grpo
-from agentrl_ref.agent.parts import REWARD_WEIGHTS
-from agentrl_ref.agent.pool import run_jobs, start_jobs
-from agentrl_ref.agent.schedule import Replay
+from agentrl_ref.agent.grpo_config import GRPOConfig
+from agentrl_ref.agent.grpo_trainer import grpo
+from agentrl_ref.agent.parts import REWARD_WEIGHTS, resolve_parts
+from agentrl_ref.agent.pipeline import fresh_policy, run_sft
+from agentrl_ref.agent.schedule import COST_MODEL, Replay
+from agentrl_ref.agent.sft_trainer import SFTConfig
+from agentrl_ref.agent.task import make_task
 from agentrl_ref.agent.verdicts import SeedDiff, paired, unpaired
 
 # the page's seeds; bench/capstone.py runs more. AGENTRL_CAPSTONE_SEEDS="0" (a comma-separated list) runs fewer, e.g.
@@ -141,7 +145,7 @@ class ArmRun:
     before: EvalResult = field(repr=False)        # the weights GRPO started from
     after: EvalResult = field(repr=False)
     versions: list[VersionEval] = field(default_factory=list, repr=False)
-    own_advantages: bool = True                   # False: the arm computes its advantages itself (advantage_fn unused)
+    own_advantages: bool = True                   # False: the arm computes its own advantages (parts.advantages unused)
     cpu_seconds: float = 0.0
     # the cost model's simulated seconds of generation and training, and the CPU seconds the same work measured
     work: dict = field(default_factory=dict)      # gen_cost, gen_seconds, train_cost, train_seconds
@@ -240,17 +244,12 @@ def _time_weights(versions: list[VersionEval], horizon: float) -> list[float]:
 
 def _sft_job(seed: int, steps: int | None, *, sft_config, n_test, parts, **_):
     """SFT for one seed (steps=None: the full SFT); returns the weights and the sampled held-out evaluation."""
-    from agentrl_ref.agent.pipeline import run_sft
-
     cfg = sft_config if steps is None else replace(sft_config, steps=steps)
     run = run_sft(seed, cfg, parts, n_test, greedy=False)
     return run.sft_state, run.before["sampled"]
 
 
-def _arm_job(arm: str, seed: int, *, states, starts, base, n_test, loss_fn, parts, advantage_fn, **_):
-    from agentrl_ref.agent.pipeline import fresh_policy
-    from agentrl_ref.agent.task import make_task
-
+def _arm_job(arm: str, seed: int, *, states, starts, base, n_test, parts, **_):
     c0 = time.process_time()
     spec = ARMS[arm]
     task = make_task(seed, n_test=n_test)
@@ -265,8 +264,9 @@ def _arm_job(arm: str, seed: int, *, states, starts, base, n_test, loss_fn, part
     def keep(version, pol):
         snapshots.append(copy.deepcopy(pol.state_dict()))
 
-    result = grpo(policy, task, cfg, loss_fn=loss_fn, parts=parts, advantage_fn=advantage_fn if own else None,
-                  on_update=keep if spec.versions else None)
+    if not own:  # the arm computes its advantages itself (its credit or scaling is what it changes)
+        parts = replace(resolve_parts(parts), advantages=None)
+    result = grpo(policy, task, cfg, parts=parts, on_update=keep if spec.versions else None)
     after = evaluate(policy, task.test, 1.0, seed=seed)
     versions = []
     if spec.versions:
@@ -305,10 +305,8 @@ def prefetch_sft(own_seed: int, names=ALL_ABLATIONS, seeds=PAGE_SEEDS, *, parts=
                  sft_config=None, cliff_sft_steps: int = CLIFF_SFT_STEPS) -> Prefetch:
     """Start the SFT runs run_ablations() will need (all but the notebook's own seed's full SFT) in one background
     worker, so that they run while the notebook trains its own seed on the other core. run_ablations(...,
-    prefetched=...) takes them if the seeds, steps and parts are the same (the same MY_PARTS dict: re-running that
+    prefetched=...) takes them if the seeds, steps and parts are the same (the same MY_PARTS object: re-running that
     cell makes a new one, and then the ablations train again)."""
-    from agentrl_ref.agent.sft_trainer import SFTConfig
-
     sft_config = sft_config or SFTConfig()
     jobs = _sft_jobs(own_seed, names, tuple(seeds))
     context = dict(sft_config=sft_config, n_test=n_test, parts=parts)
@@ -316,16 +314,14 @@ def prefetch_sft(own_seed: int, names=ALL_ABLATIONS, seeds=PAGE_SEEDS, *, parts=
     return Prefetch(_prefetch_key(own_seed, seeds, parts, cliff_sft_steps, sft_config), jobs, handle)
 
 
-def run_ablations(run, names=ALL_ABLATIONS, seeds=PAGE_SEEDS, *, base: GRPOConfig = ABLATION_GRPO, loss_fn=None,
-                  parts=None, advantage_fn=None, processes: int | None = None, progress=None,
+def run_ablations(run, names=ALL_ABLATIONS, seeds=PAGE_SEEDS, *, base: GRPOConfig = ABLATION_GRPO, parts=None,
+                  processes: int | None = None, progress=None,
                   cliff_sft_steps: int = CLIFF_SFT_STEPS, prefetched: Prefetch | None = None) -> Ablations:
     """Every arm of the named ablations on every seed; run (a CapstoneRun) lends its full SFT for its own seed.
 
-    loss_fn, parts and advantage_fn go to every arm (advantage_fn only to arms that keep exercise 6's advantages:
-    ArmRun.own_advantages). progress(done, total, what) is called in this process as jobs finish.
+    parts go to every arm (parts.advantages only to arms that keep exercise 6's advantages: ArmRun.own_advantages).
+    progress(done, total, what) is called in this process as jobs finish.
     """
-    from agentrl_ref.agent.pool import default_processes
-
     unknown = sorted(set(names) - set(ABLATION_SPECS))
     if unknown:
         raise ValueError(f"unknown ablation(s) {unknown}; choose from {sorted(ABLATION_SPECS)}")
@@ -333,8 +329,7 @@ def run_ablations(run, names=ALL_ABLATIONS, seeds=PAGE_SEEDS, *, base: GRPOConfi
     seeds = tuple(seeds)
     arms = list(dict.fromkeys(arm for name in names for arm in ABLATION_SPECS[name].arms))
     n_test = len(run.task.test)
-    context = dict(sft_config=run.sft_config, n_test=n_test, base=base, loss_fn=loss_fn, parts=parts,
-                   advantage_fn=advantage_fn)
+    context = dict(sft_config=run.sft_config, n_test=n_test, base=base, parts=parts)
     t0 = time.perf_counter()
     states, starts = {}, {}
     if run.seed in seeds:
@@ -378,9 +373,6 @@ def estimate_seconds(run, names=ALL_ABLATIONS, seeds=PAGE_SEEDS, *, base: GRPOCo
     run's GRPO (a CapstoneRun after GRPO): its wall seconds per GRPO step, scaled for each arm by the cost model (the
     off-policy arms' extra forward passes), and per held-out evaluation (each arm's, and its versions'), spread over
     the worker processes. The SFT done ahead (prefetch_sft) is not counted: it ran beside the main run."""
-    from agentrl_ref.agent.pool import default_processes
-    from agentrl_ref.agent.schedule import COST_MODEL
-
     processes = default_processes() if processes is None else processes
     main = run.grpo_result
     steps = len(main.history)

@@ -14,7 +14,7 @@ from agentrl_ref.agent.episode import Episode
 from agentrl_ref.agent.parts import reference_part
 from agentrl_ref.agent.rollout import sample_episodes
 from agentrl_ref.agent.task import Problem
-from agentrl_ref.agent.threads import torch_threads
+from agentrl_ref.agent.concurrency import torch_threads
 
 
 @dataclass

@@ -2,7 +2,7 @@
 the GRPO paper averages per sequence first, see aggregation.py).
 
 This file holds the only copy of the formula: the grading sandbox hides it, and the trainer takes
-the loss as a parameter (grpo(..., loss_fn=...)).
+the loss as a plug-in (grpo(..., parts=Parts(loss=...))).
 """
 from __future__ import annotations
 

@@ -1,8 +1,13 @@
-"""The six course parts the trainer is built from, with agentrl_ref's references as defaults.
+"""What a student plugs into the capstone, in one object: exercise 7's loss and advantage wiring and the six course
+parts, with agentrl_ref's references wherever a field is left None.
 
-    parts = resolve_parts({"format_reward": my_format_reward, "AsyncRolloutBuffer": MyBuffer})
+    MY_PARTS = Parts(loss=clipped_pg_loss, advantages=token_advantages, format_reward=format_reward)
+    parts = resolve_parts(MY_PARTS)     # the ten course parts filled in with the references
 
-A student pastes their own exercise functions in; the names and signatures are the notebooks':
+Exercise 7: loss(logp_new, logp_old, advantages, loss_mask, clip_eps) -> scalar (None: agent/loss.py's
+clipped_pg_loss, which the grading sandbox hides) and advantages(rewards [B], group_size, loss_mask [B, T]) -> [B, T]
+(None: group_normalize then broadcast_to_tokens, as the arm's credit and scaling say).
+The course parts keep the notebooks' names and signatures:
 format_reward(completion) (ex1), accuracy_reward(completion, gold) (ex2),
 build_loss_mask(token_ids, role_spans) and shift_mask_for_clm(mask) on lists (ex3),
 AsyncRolloutBuffer(batch_size, max_capacity[, max_staleness=]) (ex4),
@@ -20,6 +25,7 @@ EXERCISE_OF = {
     "AsyncRolloutBuffer": 4, "cosine_length_reward": 5, "make_reward_fn": 5,
     "group_normalize": 6, "broadcast_to_tokens": 6, "assign_reward_last_token": 6,
 }
+SFT_PARTS = ("build_loss_mask", "shift_mask_for_clm")  # what sft_trainer calls; the rest enters with GRPO
 
 # The composite reward of the capstone (ex5's seed weights): 0.1 format + 1.0 accuracy + 0.2 cosine length.
 REWARD_WEIGHTS = {"fmt": 0.1, "acc": 1.0, "cos_len": 0.2}
@@ -28,29 +34,41 @@ COS_MAX_LEN = 64  # characters of the final answer turn: a well-formed one has 4
 
 @dataclass(frozen=True)
 class Parts:
-    """One callable (or class) per part; build with resolve_parts()."""
+    """One callable (or class) per plug-in point; None: agentrl_ref's reference (see resolve_parts)."""
 
-    format_reward: Callable
-    accuracy_reward: Callable
-    build_loss_mask: Callable
-    shift_mask_for_clm: Callable
-    AsyncRolloutBuffer: Any
-    cosine_length_reward: Callable
-    make_reward_fn: Callable
-    group_normalize: Callable
-    broadcast_to_tokens: Callable
-    assign_reward_last_token: Callable
+    loss: Callable | None = None                 # exercise 7, TODO 1-4
+    advantages: Callable | None = None           # exercise 7, TODO 5-6
+    format_reward: Callable | None = None
+    accuracy_reward: Callable | None = None
+    build_loss_mask: Callable | None = None
+    shift_mask_for_clm: Callable | None = None
+    AsyncRolloutBuffer: Any = None
+    cosine_length_reward: Callable | None = None
+    make_reward_fn: Callable | None = None
+    group_normalize: Callable | None = None
+    broadcast_to_tokens: Callable | None = None
+    assign_reward_last_token: Callable | None = None
+
+
+PLUG_INS = tuple(f.name for f in fields(Parts))  # loss, advantages, then the course parts in exercise order
+
+
+def chosen(parts: dict[str, Any] | Parts | None = None) -> dict[str, Any]:
+    """The plug-ins that are set (a dict's entries, a Parts' fields that are not None); ValueError for unknown names."""
+    if isinstance(parts, Parts):
+        return {name: getattr(parts, name) for name in PLUG_INS if getattr(parts, name) is not None}
+    parts = dict(parts or {})
+    unknown = sorted(set(parts) - set(PLUG_INS))
+    if unknown:
+        raise ValueError(f"unknown part(s) {unknown}; the parts are {sorted(PLUG_INS)}")
+    return {name: part for name, part in parts.items() if part is not None}
 
 
 def resolve_parts(overrides: dict[str, Any] | Parts | None = None, **kwargs: Any) -> Parts:
-    """Parts with agentrl_ref's references, replaced by overrides (a dict or keywords); ValueError for unknown names."""
-    if isinstance(overrides, Parts):
-        overrides = {f.name: getattr(overrides, f.name) for f in fields(Parts)}
-    chosen = {**(overrides or {}), **kwargs}
-    unknown = sorted(set(chosen) - set(EXERCISE_OF))
-    if unknown:
-        raise ValueError(f"unknown part(s) {unknown}; the parts are {sorted(EXERCISE_OF)}")
-    return Parts(**{name: chosen[name] if name in chosen else reference_part(name) for name in EXERCISE_OF})
+    """Parts with agentrl_ref's references for every course part not given (a dict, a Parts or keywords); loss and
+    advantages stay None when not given (the trainer's defaults). ValueError for unknown names."""
+    given = {**chosen(overrides), **chosen(kwargs)}
+    return Parts(**{name: given.get(name, reference_part(name) if name in EXERCISE_OF else None) for name in PLUG_INS})
 
 
 def reference_part(name: str):
@@ -60,64 +78,22 @@ def reference_part(name: str):
     return getattr(agentrl_ref, name)
 
 
-def origin(obj) -> str:
-    """Where a function or class comes from: "你的代码（__main__.name）" or "参考实现（agentrl_ref.module.name）"."""
-    module, name = getattr(obj, "__module__", None) or "?", getattr(obj, "__qualname__", None) or repr(obj)
-    where = "参考实现" if module.split(".")[0] == "agentrl_ref" else "你的代码"
-    return f"{where}（{module}.{name}）"
+def default_loss_fn():
+    """agentrl_ref.agent.loss.clipped_pg_loss, the loss when parts.loss is None (imported only then: the grading
+    sandbox hides loss.py)."""
+    from agentrl_ref.agent.loss import clipped_pg_loss
+
+    return clipped_pg_loss
 
 
-def describe_parts(parts=None, loss_fn=None, advantage_fn=None) -> str:
-    """One line per part the trainer will call, with origin(): what the student sees after setting MY_* ."""
-    from agentrl_ref.agent.grpo_trainer import default_loss_fn
-
-    resolved = resolve_parts(parts)
-    lines = [f"损失（本题 TODO 1–4）：       {origin(loss_fn or default_loss_fn())}"]
-    if advantage_fn is None:
-        lines.append("advantage（本题 TODO 5–6）：  参考接法："
-                     "练习 6 的 group_normalize，再 broadcast_to_tokens（见下）")
-    else:
-        lines.append(f"advantage（本题 TODO 5–6）：  {origin(advantage_fn)}")
-        for name in ("group_normalize", "broadcast_to_tokens"):
-            used = getattr(advantage_fn, "__globals__", {}).get(name)
-            if used is not None:
-                lines.append(f"    它调用的 {name}：{origin(used)}")
-    for name, exercise in EXERCISE_OF.items():
-        lines.append(f"练习 {exercise} {name}：{' ' * max(1, 26 - len(name))}{origin(getattr(resolved, name))}")
-    return "\n".join(lines)
+def is_reference(obj) -> bool:
+    """True for a function or class of agentrl_ref itself (not the student's)."""
+    return (getattr(obj, "__module__", None) or "?").split(".")[0] == "agentrl_ref"
 
 
-def uses_own_parts(parts=None, loss_fn=None, advantage_fn=None) -> bool:
-    """True when any part, the loss or the advantage wiring is not agentrl_ref's."""
-    return not parts_summary(parts, loss_fn, advantage_fn).endswith("全部是参考实现")
-
-
-def sft_parts_summary(parts=None, loss_fn=None, advantage_fn=None) -> str:
-    """parts_summary() for the SFT, which calls only exercise 3's mask functions: says so when the student's loss,
-    advantage wiring or other parts are set (they take part from GRPO on)."""
-    used = {name: part for name, part in (parts or {}).items() if name in SFT_PARTS}
-    line = parts_summary(used)
-    later = [name for name in (parts or {}) if name not in SFT_PARTS and not origin(parts[name]).startswith("参考")]
-    if advantage_fn is not None and not origin(advantage_fn).startswith("参考"):
-        later.insert(0, "advantage 接法（MY_ADVANTAGES）")
-    if loss_fn is not None and not origin(loss_fn).startswith("参考"):
-        later.insert(0, "损失（MY_LOSS）")
-    if later:
-        line += f"（SFT 只用练习 3 的两个 mask 函数；你换上的{'、'.join(later)}从 GRPO 起才用到）"
-    return line
-
-
-SFT_PARTS = ("build_loss_mask", "shift_mask_for_clm")  # what sft_trainer calls; the rest enters with GRPO
-
-
-def parts_summary(parts=None, loss_fn=None, advantage_fn=None) -> str:
-    """One short line for beside a training result: which of the student's parts ran (or: only references)."""
-    own = [name for name in (parts or {}) if not origin((parts or {})[name]).startswith("参考")]
-    if loss_fn is not None and not origin(loss_fn).startswith("参考"):
-        own.insert(0, "损失 " + getattr(loss_fn, "__name__", "?"))
-    if advantage_fn is not None and not origin(advantage_fn).startswith("参考"):
-        own.insert(1 if own and own[0].startswith("损失") else 0, "advantage " + getattr(advantage_fn, "__name__", "?"))
-    return "用到的零件：" + ("你的 " + "、".join(own) + "，其余是参考实现" if own else "全部是参考实现")
+def uses_own_parts(parts: dict[str, Any] | Parts | None = None) -> bool:
+    """True when any plug-in (a course part, the loss or the advantage wiring) is not agentrl_ref's."""
+    return any(not is_reference(part) for part in chosen(parts).values())
 
 
 def build_reward_fn(parts: Parts, weights: dict[str, float] | None = None, cos_max_len: int = COS_MAX_LEN):

@@ -10,8 +10,11 @@ import os
 import time
 from dataclasses import dataclass, field, replace
 
+from agentrl_ref.agent.concurrency import start_jobs
 from agentrl_ref.agent.evaluation import EvalResult, evaluate
-from agentrl_ref.agent.grpo_trainer import GRPOConfig, GRPOResult, grpo
+from agentrl_ref.agent.grpo_config import GRPOConfig
+from agentrl_ref.agent.grpo_trainer import GRPOResult, grpo
+from agentrl_ref.agent.parts import uses_own_parts
 from agentrl_ref.agent.policy import TinyPolicy, make_policy
 from agentrl_ref.agent.sft_trainer import SFTConfig, sft
 from agentrl_ref.agent.task import Task, make_task
@@ -84,13 +87,11 @@ def run_sft(seed: int = NOTEBOOK_SEED, sft_cfg: SFTConfig | None = None, parts=N
     return CapstoneRun(seed, task, policy, state, log, None, before, {}, seconds, cpu, os.getloadavg(), cfg)
 
 
-def run_grpo(run: CapstoneRun, grpo_cfg: GRPOConfig | None = None, *, loss_fn=None, parts=None,
-             advantage_fn=None, progress=None) -> CapstoneRun:
+def run_grpo(run: CapstoneRun, grpo_cfg: GRPOConfig | None = None, *, parts=None, progress=None) -> CapstoneRun:
     """GRPO on run.policy (in place) from its current weights, then the 'after' evaluation; returns run."""
     cfg = replace(grpo_cfg or GRPOConfig(), seed=run.seed)
     t0, c0 = time.perf_counter(), time.process_time()
-    run.grpo_result = grpo(run.policy, run.task, cfg, loss_fn=loss_fn, parts=parts, advantage_fn=advantage_fn,
-                           progress=progress)
+    run.grpo_result = grpo(run.policy, run.task, cfg, parts=parts, progress=progress)
     run.seconds["grpo"], run.cpu_seconds["grpo"] = time.perf_counter() - t0, time.process_time() - c0
     t0, c0 = time.perf_counter(), time.process_time()
     run.after = evaluate_both(run.policy, run.task, run.seed)
@@ -108,24 +109,20 @@ def _reference_grpo(seed: int, state: dict, cfg: GRPOConfig, n_test: int) -> Eva
     return evaluate(policy, task.test, 1.0, seed=seed)
 
 
-def run_grpo_compared(run: CapstoneRun, grpo_cfg: GRPOConfig | None = None, *, loss_fn=None, parts=None,
-                      advantage_fn=None, progress=None) -> tuple[CapstoneRun, EvalResult | None]:
-    """run_grpo(); when any part is the student's (parts_summary), the same GRPO with the references runs at the same
+def run_grpo_compared(run: CapstoneRun, grpo_cfg: GRPOConfig | None = None, *, parts=None,
+                      progress=None) -> tuple[CapstoneRun, EvalResult | None]:
+    """run_grpo(); when any part is the student's (uses_own_parts), the same GRPO with the references runs at the same
     time in a worker process from the same weights. Returns (run, the reference's sampled evaluation or None)."""
-    from agentrl_ref.agent.parts import uses_own_parts
-    from agentrl_ref.agent.pool import start_jobs
-
     reference = None
-    if uses_own_parts(parts, loss_fn, advantage_fn):
+    if uses_own_parts(parts):
         cfg = replace(grpo_cfg or GRPOConfig(), seed=run.seed)
         state = copy.deepcopy(run.policy.state_dict())
         reference = start_jobs(_reference_grpo, [(run.seed, state, cfg, len(run.task.test))])
-    run_grpo(run, grpo_cfg, loss_fn=loss_fn, parts=parts, advantage_fn=advantage_fn, progress=progress)
+    run_grpo(run, grpo_cfg, parts=parts, progress=progress)
     return run, (reference.get()[0][0] if reference is not None else None)
 
 
 def train(seed: int = NOTEBOOK_SEED, *, sft_cfg: SFTConfig | None = None, grpo_cfg: GRPOConfig | None = None,
-          loss_fn=None, parts=None, advantage_fn=None, n_test: int = 512) -> CapstoneRun:
-    """run_sft then run_grpo: the full capstone for one seed (loss_fn, parts and advantage_fn as in grpo())."""
-    return run_grpo(run_sft(seed, sft_cfg, parts, n_test), grpo_cfg, loss_fn=loss_fn, parts=parts,
-                    advantage_fn=advantage_fn)
+          parts=None, n_test: int = 512) -> CapstoneRun:
+    """run_sft then run_grpo: the full capstone for one seed (parts as in grpo())."""
+    return run_grpo(run_sft(seed, sft_cfg, parts, n_test), grpo_cfg, parts=parts)

@@ -17,7 +17,7 @@ from agentrl_ref.agent.batch import collate
 from agentrl_ref.agent.episode import Episode, demo_episode
 from agentrl_ref.agent.parts import resolve_parts
 from agentrl_ref.agent.task import Problem, Task
-from agentrl_ref.agent.threads import torch_threads
+from agentrl_ref.agent.concurrency import torch_threads
 
 
 @dataclass(frozen=True)

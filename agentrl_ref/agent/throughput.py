@@ -23,7 +23,8 @@ import time
 from dataclasses import dataclass, field, replace
 
 from agentrl_ref.agent.ablations import VERSION_EVAL_PROBLEMS, VersionEval, _time_weights
-from agentrl_ref.agent.grpo_trainer import GRPOConfig
+from agentrl_ref.agent.concurrency import run_jobs
+from agentrl_ref.agent.grpo_config import GRPOConfig
 from agentrl_ref.agent.schedule import replay
 from agentrl_ref.agent.two_process import TwoProcessResult, grpo_two_process
 
@@ -97,12 +98,10 @@ def _eval_job(max_staleness: int, version: int, *, snapshots, problems, seed):
     return evaluate(fresh_policy(seed, snapshots[max_staleness][version]), problems, 1.0, seed=seed).correct
 
 
-def measure_throughput(run, staleness=ASYNC_STALENESS, base: GRPOConfig = THROUGHPUT_GRPO, *, loss_fn=None,
-                       parts=None, advantage_fn=None, progress=None, processes: int | None = None) -> Throughput:
+def measure_throughput(run, staleness=ASYNC_STALENESS, base: GRPOConfig = THROUGHPUT_GRPO, *, parts=None,
+                       progress=None, processes: int | None = None) -> Throughput:
     """grpo_two_process from run's SFT weights for each max_staleness (0 first: the synchronous baseline), one after
     another, then every published version evaluated. progress(done, total, text) after every trainer step."""
-    from agentrl_ref.agent.pool import run_jobs
-
     staleness = tuple(staleness)
     if 0 not in staleness:
         raise ValueError("staleness must include 0, the synchronous baseline every ratio is taken against")
@@ -121,8 +120,7 @@ def measure_throughput(run, staleness=ASYNC_STALENESS, base: GRPOConfig = THROUG
                 progress(i * steps + step, total, f"max_staleness={ms}：{text}")
 
         cfg = replace(base, max_staleness=ms, seed=run.seed)
-        results[ms] = grpo_two_process(policy, run.task, cfg, loss_fn=loss_fn, parts=parts, advantage_fn=advantage_fn,
-                                       on_update=keep, progress=step_done)
+        results[ms] = grpo_two_process(policy, run.task, cfg, parts=parts, on_update=keep, progress=step_done)
         snapshots[ms] = states
     problems = list(run.task.test[:VERSION_EVAL_PROBLEMS])
     jobs = [(ms, v) for ms in results for v in range(len(snapshots[ms]))]

@@ -8,14 +8,14 @@ Two processes, one torch thread each (two cores):
   each finished chunk through a multiprocessing.Queue: every trajectory with the policy version that sampled it and
   the behaviour log-prob of every token (Episode.logp). The queue's feeder thread writes the pipe, so the worker
   never waits for the trainer to read.
-- the trainer (this process) runs grpo_trainer's trainer on an asyncio loop. A receiver task takes the chunks off the
+- the trainer (this process) runs trainer.Trainer on an asyncio loop. A receiver task takes the chunks off the
   queue (the blocking read runs in an executor thread, never on the loop) and puts every trajectory into exercise
   4's AsyncRolloutBuffer; the trainer takes batches from it, trains, and publishes the new weights.
 
 Weights travel through shared memory (WeightBoard): one flat float32 tensor of all parameters, allocated before the
 fork, written by the trainer and read by the worker under one lock together with its version number, so the version
 a trajectory carries always names the weights that sampled it. max_staleness bounds how far the worker runs ahead by
-AReaL's admission rule (grpo_trainer.needed_version): chunk c waits until version needed_version(c) is published.
+AReaL's admission rule (trainer.needed_version): chunk c waits until version needed_version(c) is published.
 With max_staleness=0 this is the synchronous baseline, run the same way; it samples exactly the chunks of the
 in-process grpo() with the same weights, so its curves are grpo()'s.
 
@@ -41,19 +41,15 @@ from dataclasses import dataclass, field
 
 import torch
 
-from agentrl_ref.agent.grpo_trainer import (
-    GRPOConfig, _Trainer, needed_version, run_coroutine, sample_chunk,
-)
-from agentrl_ref.agent.parts import resolve_parts
-from agentrl_ref.agent.threads import torch_threads
+from agentrl_ref.agent.concurrency import default_processes, run_coroutine, stop_process, torch_threads
+from agentrl_ref.agent.grpo_config import GRPOConfig
+from agentrl_ref.agent.trainer import Trainer, needed_version, sample_chunk
 
 POLL = 0.2  # seconds between liveness checks while a process waits for the other
 
 
 def available() -> bool:
     """True where the worker can be forked (Linux) and two cores exist."""
-    from agentrl_ref.agent.pool import default_processes
-
     return default_processes() >= 2
 
 
@@ -114,7 +110,7 @@ def _worker(board: WeightBoard, out, policy, task, cfg: GRPOConfig, n_chunks: in
             parent: int) -> None:
     """The rollout worker process: for each chunk, wait until it is admitted, take the newest weights, sample, send."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    torch.set_num_threads(1)  # first: the OpenMP pool inherited through fork must not be entered (see pool.py)
+    torch.set_num_threads(1)  # first: the OpenMP pool inherited through fork must not be entered (see concurrency.py)
     try:
         have = -1
         for c in range(n_chunks):
@@ -137,17 +133,6 @@ def _worker(board: WeightBoard, out, policy, task, cfg: GRPOConfig, n_chunks: in
         board.wait_for(None, parent)
     finally:
         out.cancel_join_thread()
-
-
-def stop_process(process, grace: float = 5.0) -> None:
-    """Join; if it does not end within `grace` seconds, SIGTERM, then SIGKILL. The process is reaped on return."""
-    process.join(timeout=grace)
-    if process.is_alive():
-        process.terminate()
-        process.join(timeout=grace)
-    if process.is_alive():
-        process.kill()
-        process.join()
 
 
 class _Link:
@@ -239,7 +224,7 @@ async def _receive(link: _Link, buffer, chunks: list, done: dict, executor, t0: 
             await buffer.put(traj)
 
 
-async def _two_process(trainer: _Trainer, board: WeightBoard, process, out, t0: float) -> tuple[list, dict, int, int]:
+async def _two_process(trainer: Trainer, board: WeightBoard, process, out, t0: float) -> tuple[list, dict, int, int]:
     buffer, versioned = trainer.new_buffer()
     stopping = threading.Event()
     link = _Link(process, out, stopping)
@@ -264,8 +249,8 @@ async def _two_process(trainer: _Trainer, board: WeightBoard, process, out, t0: 
     return chunks, done, *trainer.dropped(buffer)
 
 
-def grpo_two_process(policy, task, cfg: GRPOConfig = GRPOConfig(), *, loss_fn=None, parts=None, advantage_fn=None,
-                     on_update=None, progress=None) -> TwoProcessResult:
+def grpo_two_process(policy, task, cfg: GRPOConfig = GRPOConfig(), *, parts=None, on_update=None,
+                     progress=None) -> TwoProcessResult:
     """grpo() with the rollout worker in a second process; trains `policy` in place in this process.
 
     Same arguments as grpo(); on_update(version, policy) runs after each version is published. The chunks of a step
@@ -274,7 +259,7 @@ def grpo_two_process(policy, task, cfg: GRPOConfig = GRPOConfig(), *, loss_fn=No
     if not available():
         raise RuntimeError("grpo_two_process needs fork (Linux) and two cores")
     ctx = multiprocessing.get_context("fork")
-    trainer = _Trainer(policy, task, cfg, resolve_parts(parts), loss_fn, advantage_fn, None, progress)
+    trainer = Trainer(policy, task, cfg, parts, None, progress)
     board = WeightBoard(policy, ctx)
     publish, publish_seconds = [0.0], []
 

@@ -178,7 +178,7 @@ def sft_warmup(model, tokenizer, problems: list[Problem], steps: int = 150, batc
     import torch
     import torch.nn.functional as F
 
-    from agentrl_ref.agent.threads import torch_threads
+    from agentrl_ref.agent.concurrency import torch_threads
     from agentrl_ref.loss_mask import build_loss_mask, shift_mask_for_clm
     from agentrl_ref.teaching.chat_template import role_spans_from_tokens, tokenize_chat
 
@@ -214,7 +214,7 @@ def sample(model, tokenizer, problems: list[Problem], max_new_tokens: int = 24, 
     """One completion per problem, sampled at temperature 1 and decoded as TRL decodes (skip_special_tokens)."""
     import torch
 
-    from agentrl_ref.agent.threads import torch_threads
+    from agentrl_ref.agent.concurrency import torch_threads
 
     batch = tokenizer.apply_chat_template([p.prompt for p in problems], add_generation_prompt=True, padding=True,
                                           return_tensors="pt", return_dict=True)

@@ -89,7 +89,7 @@ def run_grpo(model, tokenizer, problems: Sequence[Problem], reward_funcs: list[C
         from transformers import PrinterCallback
         from trl import GRPOTrainer
 
-    from agentrl_ref.agent.threads import torch_threads
+    from agentrl_ref.agent.concurrency import torch_threads
 
     # the model's special ids are the tokenizer's (else transformers rewrites them and says so on stderr)
     for config in (model.config, model.generation_config):

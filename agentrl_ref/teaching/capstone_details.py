@@ -5,19 +5,15 @@ from __future__ import annotations
 import statistics
 
 from agentrl_ref.agent.parts import reference_part
-from agentrl_ref.agent.tables import comparison_verdicts, fmt
 from agentrl_ref.agent.vocab import ANSWER_CLOSE as END
+from agentrl_ref.teaching.capstone_tables import fmt
+from agentrl_ref.teaching.capstone_verdicts import comparison_verdicts
 from agentrl_ref.teaching.md_table import markdown_table
 
 
 def _history_mean(run, key: str) -> float:
     """The mean of `key` over a run's training steps (NaN if a step lacks it)."""
     return sum(row.get(key, float("nan")) for row in run.history) / len(run.history)
-
-
-def verdicts_markdown(abl, name: str) -> str:
-    """One bullet per computed verdict of ablation `name`."""
-    return "\n".join(f"- **判断**：{verdict.text}" for verdict in comparison_verdicts(abl, name))
 
 
 def staleness_details(abl) -> str:
@@ -92,7 +88,7 @@ def credit_details(abl) -> tuple[str, str | None]:
 
 def largest_gap(abl, comparisons) -> str:
     """Which accuracy comparison differs most, averaged over the seeds."""
-    from agentrl_ref.agent.tables import ABLATION_ZH, ARM_ZH
+    from agentrl_ref.teaching.capstone_tables import ABLATION_ZH, ARM_ZH
 
     gaps = {(name, a, b): sum(abs(d.diff) for d in abl.compare(a, b)) / len(abl.seeds) for name, _, a, b in comparisons}
     name, a, b = max(gaps, key=gaps.get)
@@ -141,8 +137,8 @@ def offpolicy_details(abl, last_steps: int = 4) -> str:
     policy, which moved furthest and least per batch, which clipped most, and where the last training batches looked
     better than the weights trained on them."""
     from agentrl_ref.agent.ablations import ABLATIONS
-    from agentrl_ref.agent.grpo_trainer import DECOUPLED_WEIGHT_CAP
-    from agentrl_ref.agent.tables import ARM_ZH
+    from agentrl_ref.agent.grpo_config import DECOUPLED_WEIGHT_CAP
+    from agentrl_ref.teaching.capstone_tables import ARM_ZH
 
     arms = ABLATIONS["offpolicy"].arms
 
@@ -215,7 +211,7 @@ def decoupled_check(abl, arm: str = "stale_decoupled") -> str:
     the share of tokens the importance-weight cap left out, and the effective share of the kept weights."""
     import math
 
-    from agentrl_ref.agent.grpo_trainer import DECOUPLED_WEIGHT_CAP
+    from agentrl_ref.agent.grpo_config import DECOUPLED_WEIGHT_CAP
 
     runs = abl.runs_of(arm)
     kl = [_history_mean(r, "behave_kl") for r in runs]

@@ -44,7 +44,7 @@ ARM_ZH = {arm: spec.label.removeprefix("短 SFT，") for arm, spec in ARMS.items
 REFERENCE_ZH = {("tool_mask", "baseline"): "屏蔽 tool 结果（默认）", ("cosine", "baseline"): "cosine 项开（默认）",
                 ("credit", "baseline"): "广播到每个训练 token（默认）",
                 ("loss_agg", "baseline"): "整批 token 平均（默认）"}
-# metric -> (Chinese name, unit of verdicts.judge)
+# metric -> (Chinese name, unit of capstone_verdicts.judge)
 METRICS = {"accuracy": ("留出集准确率", "pct"), "tool_rate": ("GRPO 之后的工具调用率", "pct"),
            "response_tokens": ("平均回复 token 数", "num"), "answer_chars": ("答对时最终回答的字符数", "num"),
            "sim_seconds": ("模拟用时", "s"),
@@ -55,24 +55,6 @@ METRICS = {"accuracy": ("留出集准确率", "pct"), "tool_rate": ("GRPO 之后
 def arm_zh(name: str, arm: str) -> str:
     """The Chinese label of an arm inside ablation `name`."""
     return REFERENCE_ZH.get((name, arm), ARM_ZH[arm])
-
-
-def comparison_verdicts(abl, name: str) -> list:
-    """verdicts.Verdict of every comparison of ablation `name`, computed from abl's per-seed results."""
-    from agentrl_ref.agent.ablations import ABLATION_SPECS
-    from agentrl_ref.agent.verdicts import judge
-
-    out = []
-    for metric, a, b in ABLATION_SPECS[name].comparisons:
-        label, unit = METRICS[metric]
-        if metric == "start_tool_rate":  # one arm against its own start
-            out.append(judge(abl.compare(a, b, metric), f"{arm_zh(name, b)}：{label}", "GRPO 之前", "GRPO 之后",
-                             unit=unit))
-        else:
-            higher, lower = ("长", "短") if metric == "sim_seconds" else ("高", "低")
-            out.append(judge(abl.compare(a, b, metric), label, arm_zh(name, a), arm_zh(name, b), unit=unit,
-                             higher=higher, lower=lower))
-    return out
 
 
 def _cell(value: float, unit: str) -> str:

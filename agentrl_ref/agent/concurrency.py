@@ -1,26 +1,48 @@
-"""Run independent jobs (one seed, one ablation arm) on both cores: forked worker processes, one torch thread each.
+"""Concurrency for the capstone, in one place: a fixed torch thread count, independent jobs on both cores (forked
+workers), a coroutine run from a notebook (whose thread already runs an event loop), and stopping a child process.
 
+    with torch_threads(): ...                 # one torch thread inside the block
     results, stats = run_jobs(train_arm, [(seed, arm) for ...], context={"parts": MY_PARTS, ...})
     ahead = start_jobs(sft_job, [(1,), (2,)], context=...)   # one worker, in the background
     results, stats = ahead.get()                              # later: wait for it
+    value = run_coroutine(grpo_async(...))    # asyncio.run, or in a fresh thread under Jupyter
 
 The jobs and their context are handed to the workers by fork, not by pickling: a student's function
 defined in a notebook cell (or a lambda) works in a worker as it does in the kernel. Only the results
 travel back, pickled, so they must be plain data (dataclasses of numbers, lists, tensors, episodes).
 Where fork is not the safe default (macOS, Windows) or only one core is there, the jobs run one after
 another in this process: the same results, only slower. A job's result depends on its arguments only
-(fixed seeds), never on which process ran it or in what order.
+(fixed seeds), never on which process ran it or in what order. torch is imported only when a function needs it.
 """
 from __future__ import annotations
 
+import asyncio
 import multiprocessing
 import os
 import sys
+import threading
 import time
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Callable, Sequence
+
+TORCH_THREADS = 1  # the tensors are tiny: one thread is the fastest and the same on every machine
+
+
+@contextmanager
+def torch_threads(n: int = TORCH_THREADS):
+    """torch.set_num_threads(n) inside the block, the previous count restored after it."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
 
 _JOB: dict[str, Any] = {}  # set before the fork, read by the workers
 
@@ -154,3 +176,67 @@ class _Done:
 
     def get(self):
         return self.value
+
+
+def stop_process(process, grace: float = 5.0) -> None:
+    """Join; if it does not end within `grace` seconds, SIGTERM, then SIGKILL. The process is reaped on return."""
+    process.join(timeout=grace)
+    if process.is_alive():
+        process.terminate()
+        process.join(timeout=grace)
+    if process.is_alive():
+        process.kill()
+        process.join()
+
+
+CANCEL_EVERY = 0.2  # seconds between cancellation requests after an interrupt (see run_coroutine)
+
+
+def run_coroutine(coro):
+    """asyncio.run(coro), or, when this thread already runs an event loop (Jupyter), in a fresh thread.
+
+    A KeyboardInterrupt (a notebook's interrupt button) or any other exception raised in this thread while it
+    waits cancels the coroutine and waits for it to unwind, so its `finally` clauses (stopping worker processes)
+    have run when the exception reaches the caller."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    out: dict = {}
+    started, finished = threading.Event(), threading.Event()
+
+    async def main():
+        out["loop"], out["task"] = asyncio.get_running_loop(), asyncio.current_task()
+        started.set()
+        return await coro
+
+    def target():
+        try:
+            out["value"] = asyncio.run(main())
+        except BaseException as exc:  # re-raised in the caller's thread
+            out["error"] = exc
+        finally:
+            started.set()
+            finished.set()
+
+    thread = threading.Thread(target=target, name="capstone-grpo")
+    thread.start()
+    try:
+        # an Event, not thread.join(): a join interrupted by KeyboardInterrupt can mark a running thread as stopped
+        # (CPython 3.11), and the second join would then return at once
+        finished.wait()
+    except BaseException:
+        started.wait()
+        # cancel until it takes: in Python 3.11, asyncio.wait_for swallows a cancellation that arrives just as the
+        # awaited batch is ready, and the trainer would go on
+        while "task" in out and not finished.wait(CANCEL_EVERY):
+            try:
+                out["loop"].call_soon_threadsafe(out["task"].cancel)
+            except RuntimeError:  # the loop has just finished
+                pass
+        finished.wait()
+        raise
+    thread.join()
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
