@@ -16,7 +16,7 @@ from agentrl_ref.agent.ablations import VersionEval, _time_weights
 from agentrl_ref.agent.verdicts import (
     ALPHA, SeedDiff, across_seeds, sign_chance, t_critical, t_two_sided_p, unpaired, unpaired_se,
 )
-from agentrl_ref.teaching.capstone import describe_parts, judge, origin, parts_summary
+from agentrl_ref.teaching.capstone import describe_parts, seed_verdict, origin, parts_summary
 
 
 # --- verdicts from fabricated per-seed results: one test per outcome ------------------------------
@@ -26,7 +26,7 @@ def diffs(*pairs, se=0.01):
 
 
 def test_a_mean_difference_beyond_the_seed_to_seed_spread_is_a_result():
-    v = judge(diffs((0.93, 0.83), (0.95, 0.86), (0.97, 0.88)), "准确率", "屏蔽", "也训练")
+    v = seed_verdict(diffs((0.93, 0.83), (0.95, 0.86), (0.97, 0.88)), "准确率", "屏蔽", "也训练")
     assert v.kind == "agree" and v.sign == -1
     # differences -10, -9, -9 points: their spread gives a standard error of 0.333 points, less than the evaluation
     # noise alone, sqrt(3 * 1^2) / 3 = 0.577 points, which is taken instead; t = -9.33 / 0.577 = -16.2 on 2 df
@@ -40,8 +40,8 @@ def test_a_mean_difference_beyond_the_seed_to_seed_spread_is_a_result():
 def test_with_many_seeds_one_pointing_the_other_way_does_not_hide_a_mean_beyond_the_spread():
     """Six seeds, five of them far above (the bench's off-policy arms at a quarter of the learning rate looked like
     this): the t-test across seeds decides, and the sentence says that one seed points the other way."""
-    v = judge(diffs((0.65, 0.543), (0.635, 0.879), (0.689, 0.891), (0.605, 0.939), (0.451, 0.834), (0.467, 0.672),
-                    se=0.025), "准确率", "A", "B")
+    v = seed_verdict(diffs((0.65, 0.543), (0.635, 0.879), (0.689, 0.891), (0.605, 0.939), (0.451, 0.834),
+                           (0.467, 0.672), se=0.025), "准确率", "A", "B")
     assert v.kind == "agree" and v.sign == 1 and v.test.p < ALPHA
     assert '6 个种子里 5 个是 "B" 比 "A" 高，1 个不是（差 -10.7 到 +38.3 个百分点' in v.text
 
@@ -49,7 +49,7 @@ def test_with_many_seeds_one_pointing_the_other_way_does_not_hide_a_mean_beyond_
 def test_every_seed_beyond_its_noise_but_a_wide_spread_is_only_a_tendency():
     """The rule the page used before: -10.2, -4.7 and -3.7 points, each beyond 2 SE, all the same sign; with three
     seeds that happens for a change with no effect 25% of the time, and the spread is as large as the mean."""
-    v = judge(diffs((0.934, 0.832), (0.949, 0.902), (0.969, 0.932), se=0.015), "准确率", "屏蔽", "也训练")
+    v = seed_verdict(diffs((0.934, 0.832), (0.949, 0.902), (0.969, 0.932), se=0.015), "准确率", "屏蔽", "也训练")
     assert all(d.beyond_noise for d in diffs((0.934, 0.832), (0.949, 0.902), (0.969, 0.932), se=0.015))
     assert v.kind == "lean" and v.sign == -1 and v.test.p > ALPHA
     assert "但平均差没有超出种子之间的波动（配对 t 检验，p = " in v.text
@@ -57,16 +57,16 @@ def test_every_seed_beyond_its_noise_but_a_wide_spread_is_only_a_tendency():
 
 
 def test_differences_all_inside_the_noise_are_no_visible_difference():
-    v = judge(diffs((0.90, 0.905), (0.90, 0.895), (0.90, 0.91)), "准确率", "A", "B")
+    v = seed_verdict(diffs((0.90, 0.905), (0.90, 0.895), (0.90, 0.91)), "准确率", "A", "B")
     assert v.kind == "noise" and v.sign == 0
     assert v.text == ('准确率：3 个种子上 "B" 与 "A" 之差（-0.5 到 +1.0 个百分点）都在评估噪声（±2 个标准误）之内：'
                       "这个规模上看不出差别。")
-    same = judge([SeedDiff(s, 0.9, 0.9, 0.0) for s in range(3)], "准确率", "A", "B")
+    same = seed_verdict([SeedDiff(s, 0.9, 0.9, 0.0) for s in range(3)], "准确率", "A", "B")
     assert same.kind == "noise" and same.text == '准确率：3 个种子上 "B" 与 "A" 的结果完全相同。'
 
 
 def test_seeds_pointing_both_ways_give_no_conclusion():
-    v = judge(diffs((0.90, 0.80), (0.90, 0.95), (0.90, 0.90)), "准确率", "A", "B")
+    v = seed_verdict(diffs((0.90, 0.80), (0.90, 0.95), (0.90, 0.90)), "准确率", "A", "B")
     assert v.kind == "disagree" and v.sign == 0
     assert v.text == ('准确率：种子之间方向不一致（1 个种子 "B" 更高，1 个更低，1 个相同；差 -10.0 到 +5.0 个百分点）：'
                       "这个规模上得不出结论。")
@@ -74,24 +74,24 @@ def test_seeds_pointing_both_ways_give_no_conclusion():
 
 def test_without_a_standard_error_there_is_no_verdict_whatever_the_signs():
     for values in ((2.5, 1.7), (2.5, 3.0)):
-        v = judge([SeedDiff(s, *values, None) for s in range(4)], "字符数", "开", "关", unit="num")
+        v = seed_verdict([SeedDiff(s, *values, None) for s in range(4)], "字符数", "开", "关", unit="num")
         assert v.kind == "no_se" and v.sign == 0 and v.test is None
         assert v.text.endswith("这个量没有标准误，不知道评估噪声有多大，所以只列出数字，不下判断。")
     with pytest.raises(ValueError, match="standard error"):
         SeedDiff(0, 1.0, 2.0, None).beyond_noise
     with pytest.raises(ValueError):
-        judge([], "x", "a", "b")
-    one = judge([SeedDiff(0, 0.9, 0.8, 0.01)], "准确率", "A", "B")
+        seed_verdict([], "x", "a", "b")
+    one = seed_verdict([SeedDiff(0, 0.9, 0.8, 0.01)], "准确率", "A", "B")
     assert one.kind == "single" and "只有 1 个种子" in one.text and "不下结论" in one.text
     assert sign_chance(3) == 0.25 and sign_chance(1) == 1.0
 
 
 def test_a_computed_quantity_has_standard_error_zero_and_is_judged_on_the_seeds_alone():
     """The simulated time comes from the cost model: no evaluation noise, only the spread across seeds."""
-    steady = judge([SeedDiff(s, 2.5, 2.5 - d, 0.0) for s, d in enumerate((0.80, 0.82, 0.81))], "模拟用时",
+    steady = seed_verdict([SeedDiff(s, 2.5, 2.5 - d, 0.0) for s, d in enumerate((0.80, 0.82, 0.81))], "模拟用时",
                    "max_staleness=0", "max_staleness=2", unit="s", higher="长", lower="短")
     assert steady.kind == "agree" and steady.sign == -1 and "比 \"max_staleness=0\" 短" in steady.text
-    wild = judge([SeedDiff(s, 2.5, 2.5 - d, 0.0) for s, d in enumerate((0.1, 0.9, 0.05))], "模拟用时",
+    wild = seed_verdict([SeedDiff(s, 2.5, 2.5 - d, 0.0) for s, d in enumerate((0.1, 0.9, 0.05))], "模拟用时",
                  "max_staleness=0", "max_staleness=2", unit="s", higher="长", lower="短")
     assert wild.kind == "lean"
 

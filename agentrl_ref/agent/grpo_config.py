@@ -57,7 +57,7 @@ class GRPOConfig:
 
     @property
     def default_advantages(self) -> bool:
-        """True when the advantages are exercise 6's group_normalize + broadcast_to_tokens (an advantage_fn may
+        """True when the advantages are exercise 6's group_normalize + broadcast_to_tokens (parts.advantages may
         replace them); an arm that changes the credit or the scaling computes its own."""
         return self.credit == "broadcast" and self.scale_rewards == "group"
 

@@ -2,7 +2,7 @@
 
     cmp = paired(seeds, a_per_seed, b_per_seed)   # per seed: per-problem values of arm A and arm B
     test = across_seeds(cmp)                      # mean difference, its standard error, t and p
-    (teaching/capstone_verdicts.py turns them into a Verdict: its kind and one Chinese sentence, never typed by hand)
+    (teaching/capstone_verdicts.py makes a SeedVerdict of them: its kind and one Chinese sentence, never typed)
 
 Two kinds of noise are in a seed's difference b - a:
 - evaluation noise: which held-out problems, which samples. Both arms of a seed are evaluated on the same problems,
@@ -14,7 +14,7 @@ Two kinds of noise are in a seed's difference b - a:
 The rule accounts for both. The mean difference over the seeds is compared with its standard error across seeds, a
 paired t-test on the per-seed differences (n - 1 degrees of freedom). That standard error is the spread of the
 differences / sqrt(n), but never less than what the evaluation noise alone gives (sqrt(sum se_i^2) / n): with three
-seeds a spread can be small by luck. Outcomes (Verdict.kind):
+seeds a spread can be small by luck. Outcomes (SeedVerdict.kind):
 
     agree     the mean beyond its standard error (two-sided p < ALPHA): a result (the sentence says how many seeds
               point the other way, if any);

@@ -19,14 +19,14 @@ from agentrl_ref.teaching.capstone_tables import (
     ABLATION_ZH, ARM_ZH, arm_zh, before_after_table, cliff_table, fmt, reference_line, seed_table, throughput_table,
     timing_table,
 )
-from agentrl_ref.teaching.capstone_verdicts import Verdict, comparison_verdicts, judge, verdicts_markdown
+from agentrl_ref.teaching.capstone_verdicts import SeedVerdict, comparison_verdicts, seed_verdict, verdicts_markdown
 from agentrl_ref.teaching.progress import MEASURED, LiveLine, measured
 
 __all__ = [
-    "ABLATION_ZH", "ARM_ZH", "LiveLine", "MEASURED", "Verdict", "against_the_paper", "arm_zh", "before_after_table",
+    "ABLATION_ZH", "ARM_ZH", "LiveLine", "MEASURED", "SeedVerdict", "against_the_paper", "arm_zh", "before_after_table",
     "cliff_components", "cliff_table", "comparison_verdicts", "cosine_details", "cost_model_line", "credit_details",
-    "decoupled_check", "describe_parts", "episode_html", "fmt", "judge", "largest_gap", "length_details", "measured",
+    "decoupled_check", "describe_parts", "episode_html", "fmt", "largest_gap", "length_details", "measured",
     "offpolicy_details", "origin", "parts_summary", "plot_cliff", "plot_differences", "plot_schedule", "plot_timeline",
-    "plot_training_curves", "plot_versions", "plot_wall_versions", "reference_line", "seed_table",
+    "plot_training_curves", "plot_versions", "plot_wall_versions", "reference_line", "seed_table", "seed_verdict",
     "sft_parts_summary", "staleness_details", "throughput_table", "timing_table", "verdicts_markdown",
 ]

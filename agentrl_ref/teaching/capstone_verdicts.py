@@ -1,11 +1,13 @@
 """The verdicts the capstone page prints, in one place: what per-seed differences support (agent/verdicts.py's paired
-t-test across seeds) as one computed Chinese sentence, for one comparison (judge) or every comparison of an ablation.
+t-test across seeds) as one computed Chinese sentence, for one comparison (seed_verdict) or for every comparison of
+an ablation (comparison_verdicts, verdicts_markdown).
 
-    cmp = paired(seeds, a_per_seed, b_per_seed)   # agent/verdicts.py
-    judge(cmp, "准确率", "屏蔽", "也训练")          # a Verdict: its kind and one sentence, never typed by hand
-    verdicts_markdown(abl, "tool_mask")           # one bullet per comparison of an ablation
+    cmp = paired(seeds, a_per_seed, b_per_seed)     # agent/verdicts.py
+    seed_verdict(cmp, "准确率", "屏蔽", "也训练")     # a SeedVerdict: its kind and one sentence, never typed by hand
+    verdicts_markdown(abl, "tool_mask")             # one bullet per comparison of an ablation
 
-The kinds (Verdict.kind) are described in agent/verdicts.py.
+The kinds (SeedVerdict.kind) are described in agent/verdicts.py. (Not grader/grade/verdict.py, which judges a
+student's notebook.)
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from agentrl_ref.teaching.capstone_tables import METRICS, arm_zh
 
 
 @dataclass(frozen=True)
-class Verdict:
+class SeedVerdict:
     kind: str     # "agree" | "lean" | "noise" | "disagree" | "no_se" | "single"
     sign: int     # +1: B above A on every seed, -1: below, 0: no common direction
     text: str
@@ -28,8 +30,8 @@ def _p_text(p: float) -> str:
     return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
 
 
-def judge(diffs: list[SeedDiff], metric: str, a_label: str, b_label: str, *, unit: str = "pct",
-          higher: str = "高", lower: str = "低") -> Verdict:
+def seed_verdict(diffs: list[SeedDiff], metric: str, a_label: str, b_label: str, *, unit: str = "pct",
+          higher: str = "高", lower: str = "低") -> SeedVerdict:
     """The verdict of arm B against arm A over the seeds in diffs, as one sentence (the kinds: see the module)."""
     n = len(diffs)
     if n == 0:
@@ -40,12 +42,12 @@ def judge(diffs: list[SeedDiff], metric: str, a_label: str, b_label: str, *, uni
     signs = [(d.diff > 0) - (d.diff < 0) for d in diffs]
     spread = _range(diffs, unit)
     if any(d.se is None for d in diffs):
-        return Verdict("no_se", 0, f"{metric}：{b_label} 与 {a_label} 之差 {spread}；这个量没有标准误，"
+        return SeedVerdict("no_se", 0, f"{metric}：{b_label} 与 {a_label} 之差 {spread}；这个量没有标准误，"
                                    "不知道评估噪声有多大，所以只列出数字，不下判断。")
     if n == 1:  # e.g. AGENTRL_CAPSTONE_SEEDS=0: a number, not a verdict
         d = diffs[0]
         noise = "，超出评估噪声" if d.beyond_noise else "，在评估噪声之内"
-        return Verdict("single", signs[0], f"{metric}：只有 1 个种子，{b_label} 与 {a_label} 之差 {spread}{noise}："
+        return SeedVerdict("single", signs[0], f"{metric}：只有 1 个种子，{b_label} 与 {a_label} 之差 {spread}{noise}："
                                            "一个种子说明不了训练本身的波动，不下结论。")
     test = across_seeds(diffs)
     mean = f"平均 {_number(test.mean, unit)} ± {_number(NOISE_Z * test.se, unit, signed=False)}{UNITS[unit]}"
@@ -56,23 +58,23 @@ def judge(diffs: list[SeedDiff], metric: str, a_label: str, b_label: str, *, uni
         along = signs.count(sign)
         who = (f"{n} 个种子全部是 {b_label} 比 {a_label} {word}" if along == n else
                f"{n} 个种子里 {along} 个是 {b_label} 比 {a_label} {word}，{n - along} 个不是")
-        return Verdict("agree", sign, f"{metric}：{who}（差 {spread}，{mean}），平均差超出了种子之间的波动"
+        return SeedVerdict("agree", sign, f"{metric}：{who}（差 {spread}，{mean}），平均差超出了种子之间的波动"
                                       f"（配对 t 检验，{_p_text(test.p)}）。", test)
     if all(not d.beyond_noise for d in diffs):
         if all(d.diff == 0 for d in diffs):
-            return Verdict("noise", 0, f"{metric}：{n} 个种子上 {b_label} 与 {a_label} 的结果完全相同。", test)
-        return Verdict("noise", 0, f"{metric}：{n} 个种子上 {b_label} 与 {a_label} 之差（{spread}）都在评估噪声"
+            return SeedVerdict("noise", 0, f"{metric}：{n} 个种子上 {b_label} 与 {a_label} 的结果完全相同。", test)
+        return SeedVerdict("noise", 0, f"{metric}：{n} 个种子上 {b_label} 与 {a_label} 之差（{spread}）都在评估噪声"
                                    f"（±{NOISE_Z:g} 个标准误）之内：这个规模上看不出差别。", test)
     if same:
         word = higher if signs[0] > 0 else lower
-        return Verdict("lean", signs[0], f"{metric}：{n} 个种子都是 {b_label} 比 {a_label} {word}（差 {spread}，"
+        return SeedVerdict("lean", signs[0], f"{metric}：{n} 个种子都是 {b_label} 比 {a_label} {word}（差 {spread}，"
                                          f"{mean}），但平均差没有超出种子之间的波动（配对 t 检验，{_p_text(test.p)}；"
                                          f"两臂毫无差别时，{n} 个种子方向碰巧一致的概率也有 {sign_chance(n):.0%}）："
                                          "是倾向，不是定论。", test)
     up, down = signs.count(1), signs.count(-1)
     zero = n - up - down
     parts = [f"{up} 个种子 {b_label} 更{higher}", f"{down} 个更{lower}"] + ([f"{zero} 个相同"] if zero else [])
-    return Verdict("disagree", 0, f"{metric}：种子之间方向不一致（{'，'.join(parts)}；差 {spread}）："
+    return SeedVerdict("disagree", 0, f"{metric}：种子之间方向不一致（{'，'.join(parts)}；差 {spread}）："
                                   "这个规模上得不出结论。", test)
 
 
@@ -95,16 +97,16 @@ def _range(diffs: list[SeedDiff], unit: str) -> str:
 
 
 def comparison_verdicts(abl, name: str) -> list:
-    """The Verdict of every comparison of ablation `name`, computed from abl's per-seed results."""
+    """The SeedVerdict of every comparison of ablation `name`, computed from abl's per-seed results."""
     out = []
     for metric, a, b in ABLATION_SPECS[name].comparisons:
         label, unit = METRICS[metric]
         if metric == "start_tool_rate":  # one arm against its own start
-            out.append(judge(abl.compare(a, b, metric), f"{arm_zh(name, b)}：{label}", "GRPO 之前", "GRPO 之后",
+            out.append(seed_verdict(abl.compare(a, b, metric), f"{arm_zh(name, b)}：{label}", "GRPO 之前", "GRPO 之后",
                              unit=unit))
         else:
             higher, lower = ("长", "短") if metric == "sim_seconds" else ("高", "低")
-            out.append(judge(abl.compare(a, b, metric), label, arm_zh(name, a), arm_zh(name, b), unit=unit,
+            out.append(seed_verdict(abl.compare(a, b, metric), label, arm_zh(name, a), arm_zh(name, b), unit=unit,
                              higher=higher, lower=lower))
     return out
 
