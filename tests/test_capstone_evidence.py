@@ -6,12 +6,16 @@ Fast by design: no training except one tiny GRPO run for the student-part printo
 from __future__ import annotations
 
 import math
+import multiprocessing
 import os
+import signal
+import threading
 
 import pytest
 import torch
 
 from agentrl_ref.agent import GRPOConfig, aggregated, clipped_pg_loss, group_center, paired, paired_se, run_jobs
+from agentrl_ref.agent.concurrency import forked_child
 from agentrl_ref.agent.ablations import VersionEval, _time_weights
 from agentrl_ref.agent.verdicts import (
     ALPHA, SeedDiff, across_seeds, sign_chance, t_critical, t_two_sided_p, unpaired, unpaired_se,
@@ -186,6 +190,44 @@ def test_jobs_get_a_lambda_from_the_notebook_and_give_the_same_results_on_one_or
     assert stats.cpu_seconds >= 0 and stats.busiest_worker <= stats.cpu_seconds + 1e-9
     if stats.processes == 2:
         assert os.getpid() not in {r[2] for r in two}
+
+
+def _set_up_then_block(ready) -> None:
+    forked_child()
+    ready.set()
+    threading.Event().wait()  # a worker waiting for work (on a lock, a queue) when the run is torn down
+
+
+@pytest.mark.parametrize("set_up", [True, False])
+def test_a_forked_worker_ends_on_sigterm_even_when_the_parent_ignores_it(set_up):
+    """An event loop in the parent (nbclient's, a notebook's) may leave a do-nothing SIGTERM handler, and a forked
+    worker inherits it: Pool.terminate() and stop_process() would then wait forever for it. forked_child(), the first
+    call of every worker (run_jobs, start_jobs, the two-process worker), puts SIGTERM back to its default."""
+    ctx = multiprocessing.get_context("fork")
+    ready = ctx.Event()
+    old = signal.signal(signal.SIGTERM, lambda *_: None)
+    try:
+        worker = ctx.Process(target=_set_up_then_block if set_up else ready.set, args=(ready,) if set_up else (),
+                             daemon=True)
+        worker.start()
+        assert ready.wait(60)
+        if not set_up:  # the control: the same handler kept, the process ignores SIGTERM
+            worker.join(60)
+            worker = ctx.Process(target=lambda: (ready.set(), threading.Event().wait()), daemon=True)
+            ready.clear()
+            worker.start()
+            assert ready.wait(60)
+        worker.terminate()
+        worker.join(30 if set_up else 3)  # a hang, not a speed: a process that takes SIGTERM ends within milliseconds
+        survived = worker.is_alive()
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    if survived:
+        worker.kill()
+        worker.join()
+    assert survived == (not set_up)
+    if set_up:
+        assert worker.exitcode == -signal.SIGTERM
 
 
 # --- where each part comes from --------------------------------------------------------------------

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import os
+import signal
 import sys
 import threading
 import time
@@ -54,11 +55,21 @@ def default_processes() -> int:
     return max(1, min(2, os.cpu_count() or 1))
 
 
-def _one_thread() -> None:
-    """First thing in a worker: one torch thread. A forked child must not enter the OpenMP thread pool it inherited
-    from a parent that used more than one thread (GNU OpenMP's pool does not survive fork: the child hangs)."""
+def forked_child(ignore_interrupt: bool = False) -> None:
+    """First thing in a forked worker: its own signal handling and one torch thread.
+
+    - SIGTERM back to its default (the process ends): the child inherits the parent's handlers, and an event loop
+      in the parent (nbclient's, a notebook's) may have installed a do-nothing one; with it, Pool.terminate() and
+      stop_process() would wait forever for a worker blocked on a lock. The parent's wake-up fd is let go as well.
+    - SIGINT ignored if asked (a notebook's interrupt is the trainer's to handle, not the worker's).
+    - One torch thread: a forked child must not enter the OpenMP thread pool it inherited from a parent that used
+      more than one thread (GNU OpenMP's pool does not survive fork: the child hangs)."""
     import torch
 
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if ignore_interrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     torch.set_num_threads(1)
 
 
@@ -98,7 +109,7 @@ def run_jobs(fn: Callable, jobs: Sequence[tuple], *, context: dict | None = None
             finished = map(_call, range(len(jobs)))
             pool = None
         else:
-            pool = multiprocessing.get_context("fork").Pool(min(processes, len(jobs)), initializer=_one_thread)
+            pool = multiprocessing.get_context("fork").Pool(min(processes, len(jobs)), initializer=forked_child)
             finished = pool.imap_unordered(_call, range(len(jobs)))
         try:
             for done, (index, value, seconds, pid) in enumerate(finished, 1):
@@ -166,7 +177,7 @@ def start_jobs(fn: Callable, jobs: Sequence[tuple], *, context: dict | None = No
         finished = [_call_background(key, i) for i in range(len(jobs))]
         handle.pending = _Done(finished)
         return handle
-    pool = multiprocessing.get_context("fork").Pool(1, initializer=_one_thread)
+    pool = multiprocessing.get_context("fork").Pool(1, initializer=forked_child)
     return Jobs(key, pool, pool.map_async(partial(_call_background, key), range(len(jobs)), chunksize=1))
 
 

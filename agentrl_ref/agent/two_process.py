@@ -31,7 +31,6 @@ import asyncio
 import multiprocessing
 import os
 import queue as queue_module
-import signal
 import statistics
 import threading
 import time
@@ -41,7 +40,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from agentrl_ref.agent.concurrency import default_processes, run_coroutine, stop_process, torch_threads
+from agentrl_ref.agent.concurrency import default_processes, forked_child, run_coroutine, stop_process, torch_threads
 from agentrl_ref.agent.grpo_config import GRPOConfig
 from agentrl_ref.agent.trainer import Trainer, needed_version, sample_chunk
 
@@ -109,8 +108,7 @@ class WeightBoard:
 def _worker(board: WeightBoard, out, policy, task, cfg: GRPOConfig, n_chunks: int, chunk_size: int, t0: float,
             parent: int) -> None:
     """The rollout worker process: for each chunk, wait until it is admitted, take the newest weights, sample, send."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    torch.set_num_threads(1)  # first: the OpenMP pool inherited through fork must not be entered (see concurrency.py)
+    forked_child(ignore_interrupt=True)  # first: the OpenMP pool inherited through fork must not be entered
     try:
         have = -1
         for c in range(n_chunks):
@@ -293,8 +291,7 @@ def grpo_two_process(policy, task, cfg: GRPOConfig = GRPOConfig(), *, parts=None
 def _transfer_child(conn, board: WeightBoard, policy, parent: int) -> None:
     """The worker's side of measure_weight_transfer: receive one version, load it, answer with the CPU seconds it took
     (receiving, unpickling and loading included)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    torch.set_num_threads(1)
+    forked_child(ignore_interrupt=True)
     while True:
         if not conn.poll(POLL):
             if os.getppid() != parent:
