@@ -115,15 +115,15 @@ bench-grading: deps venv
 	PYTHONPATH=tests $(PY) bench/grading.py $(if $(BASE),--base $(BASE)) $(if $(REPEAT),--repeat $(REPEAT))
 	PYTHONPATH=tests $(PY) bench/levels.py $(if $(REPEAT),--repeat $(REPEAT))
 
-# Instructors: autograde a folder of returned notebooks (see README). OUT, DB_URL, JOBS, SHARD, ISOLATION optional.
+# Instructors: autograde a folder of returned notebooks (see README). OUT, DB_URL, JOBS, SHARD, ISOLATION, FEEDBACK optional.
 # DB_URL reaches the grader in the environment (AGENTRL_DB_URL), never on a command line: it holds a password.
 OUT ?= grading-output
 ifneq ($(DB_URL),)
 grade grade-report: export AGENTRL_DB_URL := $(DB_URL)
 endif
 grade: venv
-	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=<folder> [OUT=grading-output] [DB_URL=postgresql://…] [JOBS=2] [SHARD=K/N] [ISOLATION=auto|cgroup|job|none]" >&2; exit 2; }
-	$(PY) -m grader grade "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(SHARD),--shard $(SHARD)) $(if $(ISOLATION),--isolation $(ISOLATION))
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=<folder> [OUT=grading-output] [DB_URL=postgresql://…] [JOBS=2] [SHARD=K/N] [ISOLATION=auto|cgroup|job|none] [FEEDBACK=no]" >&2; exit 2; }
+	$(PY) -m grader grade "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(SHARD),--shard $(SHARD)) $(if $(ISOLATION),--isolation $(ISOLATION)) $(if $(filter no,$(FEEDBACK)),--no-feedback)
 
 # Instructors: which isolation level this machine gives the grader, each guarantee at it, what fixes the rest.
 doctor: venv

@@ -51,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     grade.add_argument("--isolation", default="auto", choices=["auto", "cgroup", "job", "none"],
                        help="auto: the best level here, at least one cgroup per notebook (default); job: one "
                             "notebook at a time in the job's own limits (pods, Slurm steps); none: no sandbox")
+    grade.add_argument("--no-feedback", action="store_true",
+                       help="write no HTML feedback pages (grades and reports unchanged; faster)")
     grade.add_argument("--unsafe-no-sandbox", action="store_true", help="the same as --isolation=none")
     _gradebook_options(grade)
 
@@ -91,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         from grader.grade.pipeline import grade as run
 
         run(args.submissions, args.out, args.cell_timeout, args.notebook_timeout, _db_url(args), args.jobs,
-            isolation=isolation, limits=limits, shard=shard)
+            isolation=isolation, limits=limits, shard=shard, feedback=not args.no_feedback)
     elif args.command == "report":
         from grader.grade.pipeline import report
 

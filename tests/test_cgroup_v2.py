@@ -6,13 +6,15 @@ reference answer and the untouched release (honest), and a hostile student grade
 the reference answer, then eight busy processes, a flood of processes with a daemon that tries to outlive
 its notebook, and a memory hog past the limit, one cell each. It is graded in the guest
 
-- as root (the grader makes a group of its own at the top of the hierarchy),
 - as a normal user with a delegated subtree, as systemd's user@.service gives one (memory, pids and cpu,
-  not cpuset: the CPU pinning is then sched_setaffinity),
+  not cpuset: the CPU pinning is then sched_setaffinity): the whole class;
+- as root (the grader makes a group of its own at the top of the hierarchy): the hostile student and the
+  honest one next to it;
 - and as a normal user without delegation: `make grade` refuses and names the ways forward; `doctor` says the
-  job level; with --isolation=job the hostile part of the class is graded one notebook at a time;
+  job level; with --isolation=job the same pair is graded one notebook at a time;
 
-all three side by side,
+all three side by side, with no feedback pages (`--no-feedback`: rendering them under emulation costs more
+than a notebook; the host's tests check them),
 
 and on this machine (its own kernel and level) for the grades to compare with. Honest students get exactly
 the score they get graded alone; the hostile ones lose nothing of their answer's score and harm no one; no
@@ -92,7 +94,7 @@ NOTEBOOKS = {"a-reference": lambda: filled(A, reference_fills(A)),
              "b-hostile": lambda: _with_cells(PROCESSES, MEMORY),
              "c-untouched": lambda: nbformat.writes(student_notebook(A))}
 HONEST = ("a-reference", "c-untouched")
-JOB_CLASS = ("a-reference", "b-hostile")
+PAIR = ("a-reference", "b-hostile")   # the hostile student next to an honest one
 
 
 def _write(folder: Path, students) -> Path:
@@ -108,8 +110,8 @@ cd {repo}
 PY={python}
 S={shared}
 L=/var/tmp/lane
-GRADE="$PY -m grader grade --memory-mb {memory} --cell-timeout {timeout}"
-mkdir -p $L && cp -r $S/class $S/jobclass $L/ && chmod -R a+rX $L
+GRADE="$PY -m grader grade --no-feedback --memory-mb {memory} --cell-timeout {timeout}"  # pages: not this lane's
+mkdir -p $L && cp -r $S/class $S/pair $L/ && chmod -R a+rX $L
 clock() {{ echo "$1 $(date +%s.%N)" >> $S/clock; }}
 survivors() {{ grep -l "{mark_re}" /proc/[0-9]*/cmdline 2>/dev/null | wc -l > $S/$1; }}   # [-]: not grep itself
 keep() {{  # run name, output folder
@@ -133,21 +135,21 @@ clock start
 head -n 1 /proc/stat > $S/stat-start
 
 # all three side by side (two software-emulated cores: one run alone leaves one idle while it starts)
-# 1. root grades the class
+# 1. root grades the pair (the whole class: the delegated user below)
 (
-  $GRADE $L/class --out $L/out-root > $S/root-grade.log 2>&1; echo $? > $S/root-grade.rc
+  $GRADE $L/pair --out $L/out-root > $S/root-grade.log 2>&1; echo $? > $S/root-grade.rc
   clock root
   keep root $L/out-root
 ) &
 # 2. a normal user without delegation: doctor says the job level; make grade refuses; at --isolation=job the
-#    hostile part of the class is graded one notebook at a time
+#    same pair is graded one notebook at a time
 (
   as_user {nodeleg} "" $PY -m grader doctor > $S/nodeleg-doctor.txt 2>&1; echo $? > $S/nodeleg-doctor.rc
   clock doctor
-  as_user {nodeleg} "" $GRADE $L/jobclass --out $L/out-{nodeleg}/refused > $S/nodeleg-refused.log 2>&1
+  as_user {nodeleg} "" $GRADE $L/pair --out $L/out-{nodeleg}/refused > $S/nodeleg-refused.log 2>&1
   echo $? > $S/nodeleg-refused.rc
   clock refused
-  as_user {nodeleg} "" $GRADE $L/jobclass --out $L/out-{nodeleg}/g --isolation=job > $S/job-grade.log 2>&1
+  as_user {nodeleg} "" $GRADE $L/pair --out $L/out-{nodeleg}/g --isolation=job > $S/job-grade.log 2>&1
   echo $? > $S/job-grade.rc
   clock job
   keep job $L/out-{nodeleg}/g
@@ -195,7 +197,7 @@ def lane(tmp_path_factory):
         pytest.skip(f"no cgroup v2 guest here: {reason}")
     shared = tmp_path_factory.mktemp("v2-lane")
     _write(shared / "class", NOTEBOOKS)
-    _write(shared / "jobclass", JOB_CLASS)
+    _write(shared / "pair", PAIR)
     here = tmp_path_factory.mktemp("v1-here")
     script = SCRIPT.format(repo=shlex.quote(str(guest.ROOT)), python=shlex.quote(str(guest.VENV / "bin" / "python")),
                            shared=shlex.quote(str(shared)), mark_re=MARK.replace(".", "[.]", 1), a=A, user=USER,
@@ -250,7 +252,7 @@ def test_without_delegation_make_grade_refuses_and_names_the_ways_forward(lane):
 @pytest.mark.parametrize("run", ["root", "user", "job"])
 def test_honest_students_get_their_alone_score_and_attackers_their_answers(lane, run):
     cells = _cells(lane["shared"] / run)
-    assert set(cells) == set(NOTEBOOKS if run != "job" else JOB_CLASS)
+    assert set(cells) == set(NOTEBOOKS if run == "user" else PAIR)
     for student in cells:
         alone = lane["alone"]["c-untouched" if student == "c-untouched" else "a-reference"]
         assert cells[student] == alone, (student, cells[student], alone)
@@ -261,7 +263,7 @@ def test_the_v2_grades_are_the_grades_of_this_machine(lane):
     for run in ("root", "user"):
         there = _rows(lane["shared"] / run)
         assert {s: (r["score"], r["status"]) for s, r in there.items()} == \
-            {s: (r["score"], r["status"]) for s, r in here.items()}
+            {s: (r["score"], r["status"]) for s, r in here.items() if s in there}
 
 
 def test_no_process_outlives_the_runs(lane):

@@ -86,7 +86,9 @@ def graded(tmp_path_factory):
     before = fingerprint(root)
     outs = [tmp_path_factory.mktemp(f"run{i}") / "out" for i in range(2)]
     with ThreadPoolExecutor(2) as pool:
-        runs = list(pool.map(lambda out: grade(root, out, cell_timeout=10, notebook_timeout=40), outs))
+        # the second run writes no feedback pages (make grade --no-feedback): the same grades all the same
+        runs = list(pool.map(lambda i: grade(root, outs[i], cell_timeout=10, notebook_timeout=40, feedback=i == 0),
+                             range(2)))
     rows = {}
     with open(outs[0] / "grades.csv", encoding="utf-8", newline="") as f:
         for row in csv.DictReader(f):
@@ -106,6 +108,8 @@ def test_submissions_untouched_and_two_runs_agree(graded):
     assert fingerprint(graded["root"]) == graded["before"]
     first, second = ((out / "grades.csv").read_bytes() for out in graded["outs"])
     assert first == second
+    with_pages, without = (sorted(p.name for p in (out / "feedback").rglob("*.html")) for out in graded["outs"])
+    assert len(with_pages) >= 10 and without == []   # the second run: --no-feedback
 
 
 def test_every_student_has_a_row(graded):

@@ -23,7 +23,7 @@ Hidden tests are not here (this package is public): they live only in the instru
 Grading does not trust what a cell shows (the student's kernel controls that). A visible test
 returns what it observed (the raw outputs of the student's code it checked); run_test records it
 with probe() (probes.py), and hidden tests record their own observations; the grader compares the
-records with the reference notebook's outside the kernel (grader/verdict.py).
+records with the reference notebook's outside the kernel (grader/grade/verdict.py).
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 At grading time the student's kernel is hostile: it can patch anything in its own process, so a test
 cell that asserts in the kernel can be made to "pass". A graded test cell therefore also records raw
 outputs, and the grader compares them, outside the kernel, with the outputs the reference notebook
-recorded for the same cell (grader/verdict.py). The expected values never enter the kernel.
+recorded for the same cell (grader/grade/verdict.py). The expected values never enter the kernel.
 
 Records are written only while grading (AGENTRL_GRADING=1 in the kernel's environment, set by the
 grader); elsewhere the probe functions compute their outcomes and write nothing.

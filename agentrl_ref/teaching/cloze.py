@@ -5,7 +5,7 @@ fed at build time with `export()`) and the JupyterLab widget (agentrl_ref.teachi
 
 - a snippet is real code: the solution cell(s) of an instructor notebook or a module of agentrl_ref,
   made compact by dropping comments (the `# BLANK` markers with them) and docstrings, nothing else.
-  `make release` cuts it from its source (grader/cloze_snippets.py) into cloze_snippets.json next to
+  `make release` cuts it from its source (grader/publish/cloze_snippets.py) into cloze_snippets.json next to
   this file, so the package reads nothing outside itself;
 - the maskable tokens are what the standard `tokenize` module calls NAME (identifiers and keywords),
   NUMBER and STRING (an f-string counts as one literal); brackets, commas, colons, operators and
@@ -45,7 +45,7 @@ class Snippet:
              the imports they use are added in front automatically.
     The first candidate whose notebook exists is used (a module always exists). A name missing from
     the chosen source is an error, never a silent fallback. The cutting happens at build time
-    (grader/cloze_snippets.py); `source` and `names` say which candidate it used.
+    (grader/publish/cloze_snippets.py); `source` and `names` say which candidate it used.
     """
 
     key: str
@@ -107,7 +107,7 @@ def get_snippet(key: str) -> Snippet:
 
 @lru_cache(maxsize=None)
 def _built() -> dict[str, dict]:
-    """The snippets as `make release` cut them from their sources (grader/cloze_snippets.py)."""
+    """The snippets as `make release` cut them from their sources (grader/publish/cloze_snippets.py)."""
     return json.loads(DATA.read_text(encoding="utf-8"))
 
 

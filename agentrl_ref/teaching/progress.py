@@ -11,7 +11,7 @@ keeps only the final line; outside IPython nothing is printed until finish(). Re
 
 Everything a clock produced (the live line, which shows elapsed seconds, and every measured() line) is displayed with
 MEASURED in its output metadata: two executions of the page differ only there, and in cells tagged "measured"
-(tests/test_capstone_determinism.py executes the page twice and compares everything else).
+(tests/test_notebooks_execute.py compares the book build's execution of the page with a second one).
 """
 from __future__ import annotations
 

@@ -68,6 +68,7 @@ class Run:
     notebook_timeout: int = 600
     level: str = "none"          # the isolation level every notebook runs at (grader/sandbox/levels.py)
     limits: object = None
+    feedback: bool = True        # write each student's HTML feedback page (WriteFeedback)
     expected: dict = field(default_factory=dict)   # assignment -> reference records
     hidden: dict = field(default_factory=dict)     # assignment -> its hidden tests' strings (never quoted)
     timings: dict = field(default_factory=dict)    # step -> seconds, summed over notebooks
@@ -85,7 +86,8 @@ class Run:
         config.SandboxedExecute.grading_dir = str(self.grading)
         config.SandboxedExecute.limits = self.limits
         self.in_sandbox_threads = [step(config=config) for step in IN_SANDBOX_THREADS]
-        self.in_writer_thread = [step(config=config) for step in IN_WRITER_THREAD]
+        self.in_writer_thread = [step(config=config) for step in IN_WRITER_THREAD
+                                 if self.feedback or step is not WriteFeedback]
 
     def add_time(self, step: str, seconds: float) -> None:
         with self._clock:
@@ -246,11 +248,12 @@ def _reference_runs(run: Run, todo: list[Submission], pool, shared: Path | None)
 
 def grade(submissions: Path, out: Path, cell_timeout: int = 60, notebook_timeout: int = 600,
           db_url: str | None = None, jobs: int | None = None, isolation: str = "auto", limits=None,
-          timings: dict | None = None, shard: Shard | None = None) -> list[Submission]:
+          timings: dict | None = None, shard: Shard | None = None, feedback: bool = True) -> list[Submission]:
     """Grade the folder's hand-ins into out (see the module docstring); return every row of the class
-    (with shard: every row, this shard's graded). timings, if given, gets seconds per step (summed over
-    notebooks); of the phases setup, grading, report and total; CPU seconds of this process (grader_cpu)
-    and of every sandbox (kernel_cpu); and when it started and finished."""
+    (with shard: every row, this shard's graded). feedback=False writes no feedback pages (the same grades,
+    reports and autograded/ notebooks). timings, if given, gets seconds per step (summed over notebooks);
+    of the phases setup, grading, report and total; CPU seconds of this process (grader_cpu) and of every
+    sandbox (kernel_cpu); and when it started and finished."""
     timings = {} if timings is None else timings
     started, cpu_started, timings["started"] = time.perf_counter(), time.process_time(), time.time()
     if shard is not None and not (db_url or "").startswith("postgresql"):
@@ -263,7 +266,8 @@ def grade(submissions: Path, out: Path, cell_timeout: int = 60, notebook_timeout
         jobs = 1
     out = out.resolve()
     run, subs = _setup(submissions.resolve(), out, shard, db_url, cell_timeout=cell_timeout,
-                       notebook_timeout=notebook_timeout, level=level, limits=limits, timings=timings)
+                       notebook_timeout=notebook_timeout, level=level, limits=limits, timings=timings,
+                       feedback=feedback)
     mine = [s for s in subs if shard is None or shard.takes(s.student)]
     todo = [s for s in mine if s.path is not None and s.status == "ok"]
     timings["setup"] = time.perf_counter() - started
