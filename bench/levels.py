@@ -16,6 +16,7 @@ machine's cgroup v1 ratio.
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 import shlex
 import statistics
@@ -34,13 +35,10 @@ A = "ex1_format_reward"
 TARGET = 1.10
 
 
-# busy CPU seconds of the whole machine: /proc/stat's first line, every state but idle and iowait
-BUSY = ("def busy():\n"
-        "    v = [int(x) for x in open('/proc/stat').readline().split()[1:]]\n"
-        "    return (sum(v[:8]) - v[3] - v[4]) / __import__('os').sysconf('SC_CLK_TCK')\n")
-namespace: dict = {}
-exec(BUSY, namespace)
-busy = namespace["busy"]
+def busy() -> float:
+    """Busy CPU seconds of the whole machine: /proc/stat's first line, every state but idle and iowait."""
+    ticks = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+    return (sum(ticks[:8]) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
 
 
 def _here(level: str, root: Path, out: Path, jobs: int) -> dict:
@@ -51,8 +49,8 @@ def _here(level: str, root: Path, out: Path, jobs: int) -> dict:
     return {"cpu": busy() - cpu, "wall": time.perf_counter() - start}
 
 
-# in the guest: each level's run timed the same way, by a small Python driver
-GUEST_RUN = ("import subprocess, sys, time, json\n" + BUSY +
+# in the guest: each level's run timed the same way (the same busy()), by a small Python driver
+GUEST_RUN = ("import json, os, subprocess, sys, time\n" + inspect.getsource(busy) +
              "c, t = busy(), time.perf_counter(); subprocess.run(sys.argv[2:], check=True, capture_output=True)\n"
              "open(sys.argv[1], 'w').write(json.dumps({'cpu': busy() - c, 'wall': time.perf_counter() - t}))\n")
 

@@ -66,6 +66,14 @@ def _crash(task: asyncio.Task) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+def _expect_still_waiting(trainer: asyncio.Task, what: str, hint: str) -> None:
+    """Fail if the trainer has already returned (or raised) although `what` is not yet a batch."""
+    if trainer.done():
+        crash = _crash(trainer)
+        got = f"抛出 {crash}" if crash else f"拿到 {trainer.result()!r}"
+        expect(False, f"{what}，trainer 却已经返回（{got}）", hint=hint)
+
+
 @visible_test(EX, PART, "原页面的测试脚手架：12 条轨迹，3 步训练，每步 4 条")
 async def seed_harness(AsyncRolloutBuffer):
     buf = AsyncRolloutBuffer(batch_size=4, max_capacity=16)
@@ -129,11 +137,8 @@ async def no_partial_batch(AsyncRolloutBuffer):
         await _put_all(buf, ["a", "b"])
         await spin()
         with_two = task_state(trainer)
-        if trainer.done():
-            crash = _crash(trainer)
-            got = f"抛出 {crash}" if crash else f"拿到 {trainer.result()!r}"
-            expect(False, f"队列里只有 2 条，trainer 却已经返回（{got}）",
-                   hint="wait_for 的条件要保证醒来时已经攒够 batch_size 条，否则 popleft 会取到空队列。")
+        _expect_still_waiting(trainer, "队列里只有 2 条",
+                              hint="wait_for 的条件要保证醒来时已经攒够 batch_size 条，否则 popleft 会取到空队列。")
         await buf.put("c")
         batch = await _within(trainer, "放入第 3 条之后 trainer 仍然没有拿到 batch")
     expect(batch == ["a", "b", "c"], f"trainer 拿到 {batch!r}，期望 ['a', 'b', 'c']")
@@ -206,11 +211,7 @@ async def extra_wakeups(AsyncRolloutBuffer):
                 buf.cond.notify_all()
             await spin()
         woken_early = task_state(trainer)
-        if trainer.done():
-            crash = _crash(trainer)
-            got = f"抛出 {crash}" if crash else f"拿到 {trainer.result()!r}"
-            expect(False, f"只有 1 条、batch_size=2，被叫醒的 trainer 却已经返回（{got}）",
-                   hint=WAKE_HINT)
+        _expect_still_waiting(trainer, "只有 1 条、batch_size=2，被叫醒了", hint=WAKE_HINT)
         await buf.put("b")
         first = await _within(trainer, "放入第 2 条之后 trainer 仍然没有拿到 batch")
         # two trainers wait, one batch arrives: one takes it, the other must go back to waiting
