@@ -10,7 +10,7 @@ Prints Markdown: the main run (SFT + GRPO) per seed with wall-clock and CPU seco
 beside each (one torch thread per process: on an idle machine wall = CPU); the rollout worker and the trainer in two
 processes for max_staleness 0, 1, 2, 4 side by side (wall clock, throughput against the synchronous run and its
 ceiling (t_gen + t_train) / max(t_gen, t_train), and that of the run's steps); the same per-seed tables,
-verdicts and cliff table as the page, for the seeds given (the page runs ablations.PAGE_SEEDS); the
+verdicts and cliff table as the page, for the seeds given (the page runs arms.PAGE_SEEDS); the
 figures as PNG files; and the page itself executed as the book build executes it, with the CPU seconds of
 its kernel and worker processes. Nothing is asserted and nothing is hard-coded: numbers depend on the
 machine and on what else runs on it.

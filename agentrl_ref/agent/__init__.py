@@ -27,6 +27,7 @@ One small file per idea, each below the ones that use it:
     throughput.py    two-process runs for several max_staleness side by side: wall clock, ceiling, accuracy per second
     evaluation.py held-out accuracy, tool-call rate, copy rate (sampled and greedy)
     pipeline.py   train(): the whole capstone for one seed
+    arms.py       the ablations as data: each arm's settings, each ablation's arms and metrics
     ablations.py  short GRPO runs that change one thing, on several seeds, paired with a reference arm
     verdicts.py   what per-seed differences support: a paired t-test across seeds
 
@@ -58,9 +59,9 @@ _EXPORTS = {
     "evaluation": ["EvalResult", "evaluate", "summarize"],
     "pipeline": ["CapstoneRun", "EXTRA_SEEDS", "NOTEBOOK_SEED", "fresh_policy", "run_grpo", "run_grpo_compared",
                  "run_sft", "train"],
-    "ablations": ["ABLATIONS", "ABLATION_SPECS", "Ablation", "ABLATION_GRPO", "ACCURACY_ONLY", "ALL_ABLATIONS", "ARMS",
-                  "Ablations", "BENCH_ABLATIONS", "ArmRun", "ArmSpec", "CLIFF_SFT_STEPS", "OFF_POLICY", "PAGE_SEEDS",
-                  "Prefetch", "VERSION_EVAL_PROBLEMS", "estimate_seconds", "prefetch_sft", "run_ablations",
+    "arms": ["ABLATIONS", "ABLATION_SPECS", "Ablation", "ABLATION_GRPO", "ACCURACY_ONLY", "ALL_ABLATIONS", "ARMS",
+             "BENCH_ABLATIONS", "ArmSpec", "CLIFF_SFT_STEPS", "OFF_POLICY", "PAGE_SEEDS", "VERSION_EVAL_PROBLEMS"],
+    "ablations": ["Ablations", "ArmRun", "Prefetch", "estimate_seconds", "prefetch_sft", "run_ablations",
                   "time_averaged"],
     "verdicts": ["ALPHA", "AcrossSeeds", "SeedDiff", "across_seeds", "paired", "paired_se", "sign_chance", "t_critical",
                  "unpaired", "unpaired_se"],

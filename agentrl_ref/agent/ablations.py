@@ -1,10 +1,10 @@
 """Ablations on several seeds: short GRPO runs that change one thing, each paired with its reference arm.
 
-    abl = run_ablations(run)                          # every ablation below, seeds PAGE_SEEDS, both cores
+    abl = run_ablations(run)                          # every ablation of arms.py, seeds PAGE_SEEDS, both cores
     abl.compare("baseline", "tool_trained")           # per seed: accuracy of both arms, paired SE (verdicts.py)
     abl.runs_of("cliff_acc")                          # the ArmRun of every seed
 
-Arms are data (ARMS); an ablation names the arms it compares (ABLATIONS; the first is the reference).
+Arms are data (arms.py: ARMS); an ablation names the arms it compares (ABLATIONS; the first is the reference).
 Seed s means: the task, the policy's initialisation, SFT and GRPO all use seed s, and both arms of a
 comparison start from the same SFT weights of seed s and are evaluated on the same held-out problems.
 Arms marked "short_sft" start from CLIFF_SFT_STEPS steps of SFT instead (the cliff). The arms of all
@@ -13,112 +13,22 @@ seeds run in worker processes (concurrency.py), one torch thread each.
 from __future__ import annotations
 
 import copy
-import os
 import time
 from dataclasses import dataclass, field, replace
 
+from agentrl_ref.agent.arms import (
+    ABLATION_GRPO, ABLATION_SPECS, ALL_ABLATIONS, ARMS, CLIFF_SFT_STEPS, PAGE_SEEDS, VERSION_EVAL_PROBLEMS,
+)
 from agentrl_ref.agent.concurrency import default_processes, run_jobs, start_jobs
 from agentrl_ref.agent.evaluation import EvalResult, evaluate
 from agentrl_ref.agent.grpo_config import GRPOConfig
 from agentrl_ref.agent.grpo_trainer import grpo
-from agentrl_ref.agent.parts import REWARD_WEIGHTS, resolve_parts
+from agentrl_ref.agent.parts import resolve_parts
 from agentrl_ref.agent.pipeline import fresh_policy, run_sft
 from agentrl_ref.agent.schedule import COST_MODEL, Replay
 from agentrl_ref.agent.sft_trainer import SFTConfig
 from agentrl_ref.agent.task import make_task
 from agentrl_ref.agent.verdicts import SeedDiff, paired, unpaired
-
-# the page's seeds; bench/capstone.py runs more. AGENTRL_CAPSTONE_SEEDS="0" (a comma-separated list) runs fewer, e.g.
-# on a slow machine or in a smoke test: the tables and verdicts are then computed from those seeds only.
-PAGE_SEEDS = tuple(int(s) for s in os.environ.get("AGENTRL_CAPSTONE_SEEDS", "0,1,2").split(","))
-ABLATION_GRPO = GRPOConfig(steps=16)  # every arm: the main run's settings, fewer steps
-CLIFF_SFT_STEPS = 60             # too short: the policy calls the tool but rarely copies its result
-VERSION_EVAL_PROBLEMS = 128      # held-out problems on which every published version of a tracked arm is evaluated
-ACCURACY_ONLY = {"fmt": 0.0, "acc": 1.0, "cos_len": 0.0}
-# the off-policy arms: data up to 8 versions old (the single-process trainer lets its workers run as far ahead as the
-# admission rule allows, so the lag grows step by step and reaches 8 only at the end: off_policy_lags), four minibatch
-# updates per batch as AReaL's default ppo_n_minibatches (so a proximal policy exists between them), 12 steps (the
-# page's budget; the lag is the point), and how far each batch moved the policy measured (one or two extra forwards)
-OFF_POLICY = {"max_staleness": 8, "minibatches": 4, "steps": 12, "measure_steps": True}
-
-
-@dataclass(frozen=True)
-class ArmSpec:
-    """label: Chinese, as tables, verdicts and figures show it; overrides: GRPOConfig fields (steps: at most that
-    many); start: "sft" or "short_sft"; versions: evaluate every published policy version on VERSION_EVAL_PROBLEMS
-    held-out problems."""
-
-    label: str
-    overrides: dict = field(default_factory=dict)
-    start: str = "sft"
-    versions: bool = False
-
-
-ARMS: dict[str, ArmSpec] = {
-    "baseline": ArmSpec("默认"),
-    "tool_trained": ArmSpec("也训练 tool 结果", {"train_tool_tokens": True}),
-    "stale0": ArmSpec("max_staleness=0", {"max_staleness": 0}, versions=True),
-    "stale2": ArmSpec("max_staleness=2", {"max_staleness": 2}, versions=True),
-    "cos_off": ArmSpec("关掉 cosine 项", {"reward_weights": {**REWARD_WEIGHTS, "cos_len": 0.0}}),
-    "last_token": ArmSpec("只给最后一个训练 token", {"credit": "last_token"}),
-    "seq_mean": ArmSpec("先每条平均（GRPO 论文）", {"loss_agg": "seq_mean"}),
-    "constant": ArmSpec("除以常数（Dr. GRPO）", {"loss_agg": "constant"}),
-    "cliff_full": ArmSpec("短 SFT，完整奖励", start="short_sft"),
-    "cliff_acc": ArmSpec("短 SFT，只看正确性", {"reward_weights": ACCURACY_ONLY}, start="short_sft"),
-    "cliff_no_std": ArmSpec("短 SFT，不除以标准差", {"scale_rewards": "none"}, start="short_sft"),
-    "stale_behave": ArmSpec("对行为策略取比值（PPO 原样）", {**OFF_POLICY, "correction": "behave"}),
-    "stale_decoupled": ArmSpec("解耦 PPO（AReaL）", {**OFF_POLICY, "correction": "decoupled"}),
-    "stale_recompute": ArmSpec("不修正", {**OFF_POLICY, "correction": "recompute"}),
-    # the page's hypothesis about the decoupled arm, tested by bench/capstone.py (not on the page: its time budget)
-    "stale_behave_slow": ArmSpec("对行为策略取比值，学习率 1/4",
-                                 {**OFF_POLICY, "correction": "behave", "lr": ABLATION_GRPO.lr / 4}),
-    "stale_decoupled_slow": ArmSpec("解耦 PPO，学习率 1/4",
-                                    {**OFF_POLICY, "correction": "decoupled", "lr": ABLATION_GRPO.lr / 4}),
-}
-
-@dataclass(frozen=True)
-class Ablation:
-    """question (English); arms (the first is the reference arm); comparisons: (metric, arm A, arm B) judged per seed
-    (metrics: see Ablations.compare)."""
-
-    question: str
-    arms: tuple[str, ...]
-    comparisons: tuple[tuple[str, str, str], ...]
-
-
-ABLATIONS: dict[str, Ablation] = {
-    "tool_mask": Ablation("Is the tool's result in the loss mask (ex3)?", ("baseline", "tool_trained"),
-                          (("accuracy", "baseline", "tool_trained"),)),
-    "staleness": Ablation("How stale may a batch be (ex4)?", ("stale0", "stale2"),
-                          (("sim_seconds", "stale0", "stale2"), ("accuracy", "stale0", "stale2"),
-                           ("time_accuracy", "stale0", "stale2"))),
-    "cosine": Ablation("Cosine length term in the reward (ex5)?", ("baseline", "cos_off"),
-                       (("accuracy", "baseline", "cos_off"), ("answer_chars", "baseline", "cos_off"))),
-    "credit": Ablation("Advantage on every trained token or only on the last one (ex6)?", ("baseline", "last_token"),
-                       (("accuracy", "baseline", "last_token"),)),
-    "loss_agg": Ablation("How are the per-token losses averaged?", ("baseline", "seq_mean", "constant"),
-                         (("accuracy", "baseline", "seq_mean"), ("response_tokens", "baseline", "seq_mean"),
-                          ("accuracy", "baseline", "constant"))),
-    "cliff": Ablation("What drives the tool calls down after a too short SFT?",
-                      ("cliff_full", "cliff_acc", "cliff_no_std"),
-                      (("start_tool_rate", "cliff_full", "cliff_full"), ("start_tool_rate", "cliff_acc", "cliff_acc"),
-                       ("start_tool_rate", "cliff_no_std", "cliff_no_std"), ("tool_rate", "cliff_full", "cliff_acc"),
-                       ("tool_rate", "cliff_full", "cliff_no_std"))),
-    "offpolicy": Ablation("Data up to 8 versions old: against which policy is the ratio taken?",
-                          ("stale_behave", "stale_decoupled", "stale_recompute"),
-                          (("accuracy", "stale_behave", "stale_decoupled"),
-                           ("accuracy", "stale_behave", "stale_recompute"),
-                           ("accuracy", "stale_recompute", "stale_decoupled"))),
-}
-ALL_ABLATIONS = tuple(ABLATIONS)  # what the page runs
-# ablations bench/capstone.py runs beside the page's (too long for the page's budget)
-BENCH_ABLATIONS: dict[str, Ablation] = {
-    "offpolicy_slow": Ablation("The same two objectives at a quarter of the learning rate",
-                               ("stale_behave_slow", "stale_decoupled_slow"),
-                               (("accuracy", "stale_behave_slow", "stale_decoupled_slow"),)),
-}
-ABLATION_SPECS: dict[str, Ablation] = {**ABLATIONS, **BENCH_ABLATIONS}  # every ablation run_ablations knows by name
-
 
 @dataclass
 class VersionEval:
@@ -358,7 +268,10 @@ def run_ablations(run, names=ALL_ABLATIONS, seeds=PAGE_SEEDS, *, base: GRPOConfi
                                 on_done=lambda i, n, value: report("SFT"))
     for (kind, seed), (state, before) in zip(sft_jobs, sft_out):
         states[kind, seed], starts[kind, seed] = state, before
-    arm_jobs = [(arm, seed) for seed in seeds for arm in arms]
+    # the longest arms first, so that no long arm is left for the end while the other worker idles (a job's result
+    # depends only on its arm and seed, not on where or when it runs)
+    cost = _arm_costs(arms, base, run.grpo_result, n_test, per_eval=1.0)
+    arm_jobs = sorted(((arm, seed) for seed in seeds for arm in arms), key=lambda job: -cost[job[0]])
     out, arm_stats = run_jobs(_arm_job, arm_jobs, context={**context, "states": states, "starts": starts},
                              processes=processes, on_done=lambda i, n, value: report(value.arm))
     runs = {(r.arm, r.seed): r for r in out}
@@ -367,29 +280,36 @@ def run_ablations(run, names=ALL_ABLATIONS, seeds=PAGE_SEEDS, *, base: GRPOConfi
                      sft_stats.busiest_worker + arm_stats.busiest_worker, processes, ahead)
 
 
+def _arm_costs(arms, base: GRPOConfig, main=None, n_test: int = 512, per_step: float = 1.0,
+               per_eval: float = 0.0) -> dict[str, float]:
+    """Each arm's seconds at the main run's speed (per_step: one of its GRPO steps; per_eval: one held-out evaluation):
+    its steps scaled by its batch and by the cost model for its extra forward passes, its evaluation and its versions'.
+    Without the main run (main=None): its steps only."""
+    costs = {}
+    for arm in arms:
+        cfg = replace(base, **{k: v for k, v in ARMS[arm].overrides.items() if k != "steps"})
+        steps = min(ARMS[arm].overrides.get("steps", base.steps), base.steps)
+        if main is None:
+            costs[arm] = float(steps)
+            continue
+        h, n = main.history, len(main.history)
+        rows, length = sum(r["rows"] for r in h) / n, sum(r["length"] for r in h) / n
+        generate = sum(c["cost"] for c in main.chunks) / n
+        extra = float(cfg.minibatches > 1 and cfg.correction != "behave") + cfg.measure_steps / cfg.minibatches
+        scale = cfg.batch_size / main.config.batch_size * (generate + COST_MODEL.step(rows, length, extra)) / (
+            generate + COST_MODEL.step(rows, length))
+        costs[arm] = steps * per_step * scale + per_eval * (1 + ARMS[arm].versions * (steps + 1)
+                                                            * VERSION_EVAL_PROBLEMS / n_test)
+    return costs
+
+
 def estimate_seconds(run, names=ALL_ABLATIONS, seeds=PAGE_SEEDS, *, base: GRPOConfig = ABLATION_GRPO,
                      processes: int | None = None) -> float:
-    """About how many wall seconds run_ablations(run, names, seeds) takes on this machine as busy as it was during
-    run's GRPO (a CapstoneRun after GRPO): its wall seconds per GRPO step, scaled for each arm by the cost model (the
-    off-policy arms' extra forward passes), and per held-out evaluation (each arm's, and its versions'), spread over
-    the worker processes. The SFT done ahead (prefetch_sft) is not counted: it ran beside the main run."""
+    """About how many wall seconds run_ablations(run, names, seeds) takes here, as busy as during run's GRPO (a
+    CapstoneRun after GRPO): every arm's _arm_costs at its speed, spread over the worker processes. The SFT done ahead
+    (prefetch_sft) is not counted: it ran beside the main run."""
     processes = default_processes() if processes is None else processes
-    main = run.grpo_result
-    steps = len(main.history)
-    per_step = run.seconds["grpo"] / steps
-    per_eval = run.seconds["eval"] / 4  # after SFT and after GRPO, sampled and greedy
-    n_test = len(run.task.test)
-    rows = sum(r["rows"] for r in main.history) / steps
-    length = sum(r["length"] for r in main.history) / steps
-    generate = sum(c["cost"] for c in main.chunks) / steps
-    plain = generate + COST_MODEL.step(rows, length)
-    total = 0.0
-    for arm in dict.fromkeys(arm for name in names for arm in ABLATION_SPECS[name].arms):
-        cfg = replace(base, **{k: v for k, v in ARMS[arm].overrides.items() if k != "steps"})
-        arm_steps = min(ARMS[arm].overrides.get("steps", base.steps), base.steps)
-        extra = float(cfg.minibatches > 1 and cfg.correction != "behave") + cfg.measure_steps / cfg.minibatches
-        cost = arm_steps * per_step * (generate + COST_MODEL.step(rows, length, extra)) / plain + per_eval
-        if ARMS[arm].versions:
-            cost += (arm_steps + 1) * per_eval * VERSION_EVAL_PROBLEMS / n_test
-        total += cost * len(seeds)
-    return total / processes
+    arms = dict.fromkeys(arm for name in names for arm in ABLATION_SPECS[name].arms)
+    costs = _arm_costs(arms, base, run.grpo_result, len(run.task.test), per_eval=run.seconds["eval"] / 4,
+                       per_step=run.seconds["grpo"] / len(run.grpo_result.history))  # eval: 4 after SFT and GRPO
+    return sum(costs.values()) * len(seeds) / processes

@@ -136,7 +136,7 @@ def offpolicy_details(abl, last_steps: int = 4) -> str:
     weights. Then the lag of every step, and, counted over the seeds: which arm was furthest from its behaviour
     policy, which moved furthest and least per batch, which clipped most, and where the last training batches looked
     better than the weights trained on them."""
-    from agentrl_ref.agent.ablations import ABLATIONS
+    from agentrl_ref.agent.arms import ABLATIONS
     from agentrl_ref.agent.grpo_config import DECOUPLED_WEIGHT_CAP
     from agentrl_ref.teaching.capstone_tables import ARM_ZH
 

@@ -153,7 +153,7 @@ def plot_versions(abl, arms=("stale0", "stale2")):
     per seed: the fair way to ask whether the faster, staler arm learns faster per second."""
     import matplotlib.pyplot as plt
 
-    from agentrl_ref.agent.ablations import ARMS
+    from agentrl_ref.agent.arms import ARMS
 
     cols = min(3, len(abl.seeds))
     rows = -(-len(abl.seeds) // cols)
@@ -180,7 +180,7 @@ def plot_cliff(abl, arms=("cliff_full", "cliff_acc", "cliff_no_std"), key="tool_
     """The cliff: tool-call rate of each training batch per step, one panel per arm, one line per seed."""
     import matplotlib.pyplot as plt
 
-    from agentrl_ref.agent.ablations import ARMS
+    from agentrl_ref.agent.arms import ARMS
 
     names = {"tool_rate": "工具调用率", "accuracy": "准确率"}
     fig, axes = plt.subplots(1, len(arms), figsize=(3.1 * len(arms), 2.6), dpi=100, squeeze=False, sharey=True)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from agentrl_ref.agent.ablations import ARMS
+from agentrl_ref.agent.arms import ARMS
 from agentrl_ref.teaching.md_table import markdown_table
 
 BEFORE_AFTER_ROWS = (
@@ -34,7 +34,7 @@ def before_after_table(run) -> str:
     return markdown_table(["指标（留出集）", "SFT 后", "GRPO 后"], rows, ["", "r", "r"])
 
 
-# Chinese names for the ablations; the arms' names are ablations.ARMS's labels (tables, verdicts and figures alike),
+# Chinese names for the ablations; the arms' names are arms.ARMS's labels (tables, verdicts and figures alike),
 # without the "短 SFT，" the cliff's three arms share (their tables say it once)
 ABLATION_ZH = {"tool_mask": "tool 结果", "staleness": "版本差上限", "cosine": "cosine 长度项",
                "credit": "advantage 分配", "loss_agg": "损失的聚合方式", "cliff": "悬崖：SFT 太短",
@@ -76,7 +76,7 @@ def _diff_cell(d, unit: str) -> str:
 def seed_table(abl, name: str) -> str:
     """Every comparison of ablation `name`, one row per seed: both arms and B − A ± 2 SE (the SE is paired over the
     held-out problems; missing where a metric has one number per seed)."""
-    from agentrl_ref.agent.ablations import ABLATION_SPECS
+    from agentrl_ref.agent.arms import ABLATION_SPECS
 
     rows = []
     for metric, a, b in ABLATION_SPECS[name].comparisons:
@@ -98,7 +98,7 @@ def _mean(values) -> float:
 def cliff_table(abl, first_steps: int = 4) -> str:
     """The cliff in two tables: where GRPO started on each seed (the short SFT), and per seed and arm where the
     advantages came from in the first steps and the tool-call rate after GRPO."""
-    from agentrl_ref.agent.ablations import ABLATIONS
+    from agentrl_ref.agent.arms import ABLATIONS
 
     arms = ABLATIONS["cliff"].arms
     starts = [[str(seed), fmt(r.before.tool_rate), fmt(r.before.copy_rate), fmt(r.before.accuracy)]
@@ -116,7 +116,23 @@ def cliff_table(abl, first_steps: int = 4) -> str:
               "GRPO 后工具调用率"]
     arm_table = markdown_table(header, rows, ["r", "", "r", "r", "r", "r"])
     return (f"**GRPO 的起点**（短 SFT 之后，留出集采样）\n\n{start_table}\n\n"
-            f"**三臂**（中间三列是 GRPO 前 {first_steps} 步的平均）\n\n{arm_table}")
+            f"**三臂**（中间三列是 GRPO 前 {first_steps} 步的平均）\n\n{arm_table}\n\n"
+            + _scaling_line(abl, arms[0], arms[2], first_steps))
+
+
+def _scaling_line(abl, full: str, no_std: str, first_steps: int) -> str:
+    """How the mean advantage of the tool-calling answers changes without the division by the group's std: its size
+    against the full reward's, and on how many seeds its sign stays."""
+    def tool_advantage(arm, seed):
+        return _mean(x["tool_advantage"] for x in abl.runs[arm, seed].history[:first_steps])
+
+    pairs = [(tool_advantage(full, s), tool_advantage(no_std, s)) for s in abl.seeds]
+    ratios = [abs(b) / abs(a) for a, b in pairs if a]
+    same = sum(1 for a, b in pairs if a * b > 0)
+    size = (f"绝对值是{ARM_ZH[full]}时的 {min(ratios):.0%} 到 {max(ratios):.0%}" if ratios
+            else f"{ARM_ZH[full]}时它是 0，无从比较大小")
+    return (f"{ARM_ZH[no_std]}时，调用工具的回答的平均 advantage {size}；"
+            f"{len(pairs)} 个种子中符号和{ARM_ZH[full]}时相同的有 {same} 个。")
 
 
 def reference_line(run, reference) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agentrl_ref.agent.ablations import ABLATION_SPECS
+from agentrl_ref.agent.arms import ABLATION_SPECS
 from agentrl_ref.agent.verdicts import ALPHA, NOISE_Z, AcrossSeeds, SeedDiff, across_seeds, sign_chance
 from agentrl_ref.teaching.capstone_tables import METRICS, arm_zh
 
