@@ -447,6 +447,18 @@ def test_cpu_limit_kills_and_is_reported(package_root, workdir):
     assert s.report.cpu_seconds >= 2.5
 
 
+def test_the_cpu_a_session_used_is_counted_or_said_to_be_unknown(each, workdir):
+    """Two seconds of busy work: a level with a counter reports at least that; the job level without a cgroup v2
+    group of its own (a v1 host like this one) has nothing to read and says so (None), never a made-up 0."""
+    nb = notebook("import time\nend = time.process_time() + 2\nwhile time.process_time() < end:\n    pass")
+    with each.session(workdir) as s:
+        assert execute(s, nb) is None
+    if each.level == "job" and each.control.counters is None:
+        assert s.report.cpu_seconds is None
+    else:
+        assert s.report.cpu_seconds >= 1.9
+
+
 def test_wall_watchdog(each, workdir):
     nb = notebook("import time\ntime.sleep(100)")
     with each.session(workdir, wall_seconds=3) as s:

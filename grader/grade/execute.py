@@ -144,7 +144,7 @@ class RunResult:
     status: str = "ok"                  # ok | timeout | killed | error
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
-    cpu_seconds: float = 0.0            # every process of the kernel's sandbox (its group's CPU counter)
+    cpu_seconds: float | None = 0.0     # every process of the kernel's sandbox (its group's CPU counter); None: unknown
 
 
 class Runner:
@@ -162,7 +162,7 @@ class Runner:
             self.sandbox = Sandbox(self.package_root, limits or SandboxLimits(), extra_env=GRADING_KERNEL_ENV,
                                    isolation=isolation)
             self.level = self.sandbox.level
-        self.cpu_seconds = 0.0   # of every sandbox this runner ran (the benchmark's core-seconds)
+        self.cpu_seconds: float | None = 0.0   # of every sandbox this runner ran (core-seconds); None: not counted
         self._count = threading.Lock()
 
     def _executor(self) -> GuardedExecute:
@@ -184,7 +184,8 @@ class Runner:
                     self._execute(executor, nb, resources, session.kernel_manager(), result)
                 result.cpu_seconds = session.report.cpu_seconds
                 with self._count:
-                    self.cpu_seconds += result.cpu_seconds
+                    known = None not in (self.cpu_seconds, result.cpu_seconds)
+                    self.cpu_seconds = self.cpu_seconds + result.cpu_seconds if known else None
                 cause = session.report.cause_zh()
                 if session.report.wall_limit_hit:
                     result.status = "timeout"

@@ -98,8 +98,10 @@ class Run:
         return runner_for(assignment, self.grading, cell_timeout=self.cell_timeout,
                           notebook_timeout=self.notebook_timeout, isolation=self.level, limits=self.limits)
 
-    def kernel_cpu(self) -> float:
-        return sum(self.runner(name).cpu_seconds for name in self.expected)
+    def kernel_cpu(self) -> float | None:
+        """CPU seconds of every sandbox, or None where the level could not count them (`job` on a cgroup v1 host)."""
+        counts = [self.runner(name).cpu_seconds for name in self.expected]
+        return None if None in counts else sum(counts)
 
     def resources(self, sub: Submission) -> dict:
         """What nbgrader's converters hand their steps, with the notebook's state: the reference's records."""
@@ -294,7 +296,8 @@ def grade(submissions: Path, out: Path, cell_timeout: int = 60, notebook_timeout
     timings["total"] = time.perf_counter() - started
     timings["report"] = timings["total"] - timings["setup"] - timings["grading"]
     graded = sum(s.status not in ("missing", "invalid", "conflict") for s in mine)
-    steps = ", ".join(f"{k} {v:.1f} s" for k, v in timings.items() if k not in ("total", "started", "finished"))
+    steps = ", ".join(f"{k} {v:.1f} s" if v is not None else f"{k} not counted here"
+                      for k, v in timings.items() if k not in ("total", "started", "finished"))
     print(f"graded {graded} notebooks of {len(mine)} in {timings['total']:.1f} s ({steps}; {jobs} at a time, "
           f"isolation {level}); results in {run.course.parent}", file=sys.stderr)
     return subs

@@ -27,7 +27,7 @@ class Usage:
     """What a session's processes used, read when they are gone."""
     oom_killed: bool = False
     pids_limit_hit: bool = False
-    cpu_seconds: float = 0.0
+    cpu_seconds: float | None = 0.0   # None: this level has no counter to read here (`job` without a v2 group)
     peak_memory_mb: float = 0.0
 
 

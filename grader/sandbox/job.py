@@ -126,7 +126,9 @@ class JobGroup(Group):
         if self._start is not None:
             oom0, cpu0, self0 = self._start
             u.oom_killed = self._events() > oom0
-            u.cpu_seconds = max(0.0, (self._group_cpu() - cpu0) - (_self_cpu() - self0))
+            # without the job's own group (a cgroup v1 host) nothing counts the sandbox's processes: unknown, not 0
+            u.cpu_seconds = (None if self._counters is None
+                             else max(0.0, (self._group_cpu() - cpu0) - (_self_cpu() - self0)))
         return u
 
     def remove(self) -> None:

@@ -44,7 +44,7 @@ class SessionReport:
     cpu_limit_hit: bool = False
     file_size_limit_hit: bool = False     # best effort: SIGXFSZ or a workdir file at the cap
     workdir_full: bool = False            # the working folder's tmpfs ran out of bytes or of inodes
-    cpu_seconds: float = 0.0              # all processes of the session (the group's CPU counter)
+    cpu_seconds: float | None = 0.0       # all processes of the session (the group's CPU counter); None: unknown
     peak_memory_mb: float = 0.0           # the group's peak memory (incl. tmpfs pages); 0 at `job` level
     leftover_processes_killed: int = 0    # processes other than bwrap + the kernel alive at exit
     wall_limit_hit: bool = False          # Session(wall_seconds=...) watchdog fired

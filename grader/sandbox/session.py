@@ -305,7 +305,7 @@ class Session:
         if rc is not None:
             if rc == 128 + signal.SIGXCPU:
                 r.cpu_limit_hit = True
-            elif rc == 128 + signal.SIGKILL and not r.oom_killed and r.cpu_seconds >= lim.cpu_seconds:
+            elif rc == 128 + signal.SIGKILL and not r.oom_killed and (r.cpu_seconds or 0.0) >= lim.cpu_seconds:
                 r.cpu_limit_hit = True
             if rc == 128 + signal.SIGXFSZ:
                 r.file_size_limit_hit = True
