@@ -103,9 +103,11 @@ lab-instructor: venv fonts
 release: venv
 	$(PY) -m grader release
 
+# With BASE=<commit>, also the capstone engine of this commit against BASE's, side by side (bench/versus.py).
 bench: venv
 	$(PY) bench/run.py
 	$(PY) bench/capstone.py
+	$(if $(BASE),$(PY) bench/versus.py --base $(BASE))
 
 # A simulated class of 30 students x every assignment graded side by side: this commit and BASE (a git
 # worktree), sandboxed and not, on one machine and as Slurm shards (bench/grading.py); then the sandbox's own

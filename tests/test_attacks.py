@@ -596,7 +596,7 @@ def attacked(tmp_path_factory):
         path = alone / "class" / f"control-{kind}" / A / f"{A}.ipynb"
         path.parent.mkdir(parents=True)
         path.write_text(nbformat.writes(_base(kind)), encoding="utf-8")
-    grade(alone / "class", alone / "out", cell_timeout=15, notebook_timeout=90)
+    grade(alone / "class", alone / "out", cell_timeout=15, notebook_timeout=90, feedback=False)
     alone_cells: dict = {}
     for r in csv.DictReader(open(alone / "out" / "cells.csv", encoding="utf-8", newline="")):
         alone_cells.setdefault(r["student_id"], {})[r["grade_id"]] = float(r["score"])
@@ -689,7 +689,8 @@ def test_unsafe_mode_says_so_and_still_judges_outside(tmp_path):
         path = tmp_path / "class" / kind / A / f"{A}.ipynb"
         path.parent.mkdir(parents=True)
         path.write_text(nbformat.writes(_base(kind)), encoding="utf-8")
-    grade(tmp_path / "class", tmp_path / "out", isolation="none", cell_timeout=15, notebook_timeout=90)
+    grade(tmp_path / "class", tmp_path / "out", isolation="none", cell_timeout=15, notebook_timeout=90,
+          feedback=False)
     report = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
     assert "--unsafe-no-sandbox" in report.splitlines()[2]
     rows = {r["student_id"]: r for r in csv.DictReader(open(tmp_path / "out" / "grades.csv", encoding="utf-8"))}
@@ -882,13 +883,13 @@ def test_a_cpu_hog_does_not_slow_its_neighbour(tmp_path):
     alone, hogged = tmp_path / "alone", tmp_path / "hogged"
     text = filled(honest, reference_fills(honest))
     make_file(alone / "honest" / honest / f"{honest}.ipynb", text, "file")
-    grade(alone, tmp_path / "out-alone", cell_timeout=60, notebook_timeout=120, jobs=1)
+    grade(alone, tmp_path / "out-alone", cell_timeout=60, notebook_timeout=120, jobs=1, feedback=False)
     nb = _base("reference")
     nb.cells.insert(1, nbformat.v4.new_code_cell(HOG))
     make_file(hogged / "a-hog" / A / f"{A}.ipynb", nbformat.writes(nb), "file")
     for student in students:   # the first starts with the hog; the others while it runs
         make_file(hogged / student / honest / f"{honest}.ipynb", text, "file")
-    subs = grade(hogged, tmp_path / "out-hogged", cell_timeout=60, notebook_timeout=120, jobs=2)
+    subs = grade(hogged, tmp_path / "out-hogged", cell_timeout=60, notebook_timeout=120, jobs=2, feedback=False)
     assert all(s.status == "ok" for s in subs if s.path), [(s.student, s.notes) for s in subs]
     course = tmp_path / "out-hogged" / "course" / "autograded"
     alone_times = _cell_times(tmp_path / "out-alone" / "course" / "autograded" / "honest" / honest / f"{honest}.ipynb")
