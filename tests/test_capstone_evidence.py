@@ -168,6 +168,29 @@ def test_dr_grpo_centres_within_the_group_without_dividing_by_its_std():
 
 # --- the async comparison at equal simulated time --------------------------------------------------
 
+def _cliff_runs(pairs):
+    """Fabricated ablations: per seed, the full reward arm's and the no-std arm's mean tool advantage."""
+    from types import SimpleNamespace
+
+    runs = {}
+    for seed, (full, no_std) in enumerate(pairs):
+        runs["cliff_full", seed] = SimpleNamespace(history=[{"tool_advantage": full}] * 4)
+        runs["cliff_no_std", seed] = SimpleNamespace(history=[{"tool_advantage": no_std}] * 4)
+    return SimpleNamespace(seeds=tuple(range(len(pairs))), runs=runs)
+
+
+@pytest.mark.parametrize("pairs, says", [
+    ([(-0.4, -0.04), (-0.2, -0.01), (-0.5, -0.05)], "5% 到 10%；3 个种子中符号和完整奖励时相同的有 3 个"),
+    ([(-0.125, 0.032), (-0.2, -0.006)], "3% 到 26%；2 个种子中符号和完整奖励时相同的有 1 个"),
+    ([(0.0, 0.01), (0.0, -0.01)], "完整奖励时它是 0，无从比较大小；2 个种子中符号和完整奖励时相同的有 0 个"),
+])
+def test_the_cliff_says_how_much_smaller_the_no_std_advantage_is_and_where_its_sign_stays(pairs, says):
+    from agentrl_ref.teaching.capstone_tables import _scaling_line
+
+    line = _scaling_line(_cliff_runs(pairs), "cliff_full", "cliff_no_std", 4)
+    assert line.startswith("不除以标准差时，调用工具的回答的平均 advantage ") and line.endswith(says + "。"), line
+
+
 def test_time_averaged_accuracy_weights_each_version_by_how_long_it_was_the_newest():
     versions = [VersionEval(0, 0.0, [0, 0]), VersionEval(1, 1.0, [1, 0]), VersionEval(2, 3.0, [1, 1])]
     assert _time_weights(versions, 4.0) == pytest.approx([0.75, 0.25])  # problem 0 right from t=1, problem 1 from t=3
