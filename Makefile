@@ -10,7 +10,7 @@ PORT ?= 8000
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 AS_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)  # Jupyter refuses root without it (containers, CI)
 
-.PHONY: venv deps fonts vendor book linkcheck test serve lab lab-instructor release bench bench-grading grade grade-report doctor clean
+.PHONY: venv deps fonts vendor book linkcheck test serve lab lab-instructor release bench bench-grading grade grade-report grade-service doctor clean
 
 venv: $(STAMP)
 
@@ -99,9 +99,12 @@ lab: venv fonts
 lab-instructor: venv fonts
 	$(VENV)/bin/jupyter lab --ServerApp.ip=127.0.0.1 $(AS_ROOT) --notebook-dir=grader
 
-# Instructor notebooks (grader/source) -> student notebooks (notebooks/) and book pages (book/).
+# Instructor notebooks (grader/source) -> student notebooks (notebooks/) and book pages (book/); with
+# EXCHANGE=<nbgrader Exchange.root> also released there for course agentrl-cloze (nbgrader release_assignment),
+# from the instructor's course folder COURSE (default hub-course; its gradebook: DB_URL, else SQLite in it).
+COURSE ?= hub-course
 release: venv
-	$(PY) -m grader release
+	$(PY) -m grader release $(if $(EXCHANGE),--exchange "$(EXCHANGE)" --course "$(COURSE)")
 
 bench: venv
 	$(PY) bench/run.py
@@ -119,11 +122,17 @@ bench-grading: deps venv
 # DB_URL reaches the grader in the environment (AGENTRL_DB_URL), never on a command line: it holds a password.
 OUT ?= grading-output
 ifneq ($(DB_URL),)
-grade grade-report: export AGENTRL_DB_URL := $(DB_URL)
+grade grade-report release grade-service: export AGENTRL_DB_URL := $(DB_URL)
 endif
 grade: venv
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=<folder> [OUT=grading-output] [DB_URL=postgresql://…] [JOBS=2] [SHARD=K/N] [ISOLATION=auto|cgroup|job|none] [FEEDBACK=no]" >&2; exit 2; }
 	$(PY) -m grader grade "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(SHARD),--shard $(SHARD)) $(if $(ISOLATION),--isolation $(ISOLATION)) $(if $(filter no,$(FEEDBACK)),--no-feedback)
+
+# Instructors: grade each submission as it arrives in nbgrader's exchange (grader/serve/, README). The queue is in
+# the gradebook: DB_URL=postgresql://… (several workers, several machines). JOBS, SHOW, DEADLINE, MIN_INTERVAL optional.
+grade-service: venv
+	@test -n "$(EXCHANGE)" || { echo "usage: make grade-service EXCHANGE=<nbgrader Exchange.root> [COURSE=hub-course] [DB_URL=postgresql://…] [JOBS=1] [SHOW=all|total|visible] [DEADLINE='2027-01-15 23:59:00 UTC'] [MIN_INTERVAL=seconds]" >&2; exit 2; }
+	$(PY) -m grader serve --exchange "$(EXCHANGE)" --course "$(COURSE)" $(if $(JOBS),--jobs $(JOBS)) $(if $(SHOW),--show $(SHOW)) $(if $(DEADLINE),--deadline "$(DEADLINE)") $(if $(MIN_INTERVAL),--min-interval $(MIN_INTERVAL))
 
 # Instructors: which isolation level this machine gives the grader, each guarantee at it, what fixes the rest.
 doctor: venv

@@ -6,7 +6,7 @@
     python -m grader report --out DIR [--db-url URL | --db-url-file F]   # after every shard
     python -m grader serve --exchange DIR --course DIR [--jobs N] [--lease S] [--min-interval S]
                            [--show all|total|visible] [--deadline TIME] [--check-owner] [--db-url-file F]
-    python -m grader release [--out DIR] [assignment ...]
+    python -m grader release [--out DIR] [--exchange DIR [--course DIR]] [assignment ...]
     python -m grader doctor             # the isolation level here, each guarantee at it, what fixes the rest
     python -m grader sandbox (--check | --sweep)
 
@@ -89,6 +89,10 @@ def main(argv: list[str] | None = None) -> int:
     publish = commands.add_parser("release", help="instructor notebooks -> notebooks/ and book/")
     publish.add_argument("names", nargs="*", help="assignments (default: all in grader/source)")
     publish.add_argument("--out", type=Path, default=ROOT, help="where notebooks/ and book/ go")
+    publish.add_argument("--exchange", type=Path, default=None,
+                         help="also release into nbgrader's exchange at this root (nbgrader release_assignment)")
+    publish.add_argument("--course", type=Path, default=Path("hub-course"),
+                         help="with --exchange: the instructor's nbgrader course folder (copied if empty)")
 
     commands.add_parser("doctor", help="the isolation level here, each guarantee at it, and what fixes the rest")
     sandbox = commands.add_parser("sandbox", help="check or clean up the grading sandbox on this machine")
