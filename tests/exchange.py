@@ -1,11 +1,14 @@
 """A real nbgrader exchange on a local folder, an instructor who releases into it, students who fetch,
 submit and fetch feedback with nbgrader's own commands, and the grading service as a real process.
 
-    ex = Exchange.create(tmp, db_url)                  # course (exercise 1 only) released to the exchange
+    ex = Exchange.create(tmp, db_url)                  # course (exercise 1 only) released as make release does
     ex.fetch("alice"); ex.submit("alice", notebook_json)
     with ex.service(lease=4) as svc: ex.wait(lambda rows: ...)
     ex.fetch_feedback("alice")                         # {timestamp: html} in alice's own assignment folder
 
+The first submission of a test goes through nbgrader's commands (`cli=True`); the rest call the same exchange
+classes those commands run (ExchangeSubmit, ExchangeFetchAssignment, ExchangeFetchFeedback), in this process:
+each command is a 3.5 s Python start-up, the exchange's own work a few milliseconds.
 The student's id reaches nbgrader as `--student` (nbgrader's own option, as a JupyterHub user's lab gives
 it under the jovyan convention): as root, OS accounts of their own cannot run this venv's interpreter
 (it lives under /root). Each student has a home folder of their own (nbgrader's submission cache is there).
@@ -22,7 +25,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.course import COURSE_ID, copy_course, generate_assignments, nbgrader_env
+from grader.course import COURSE_ID, copy_course, nbgrader_env
+from grader.publish.exchange import publish
 from grader.serve.queue import Queue
 
 EX1 = "ex1_format_reward"
@@ -35,6 +39,25 @@ def _nbgrader(cwd: Path, home: Path, *args: str) -> subprocess.CompletedProcess:
     if proc.returncode != 0:
         raise RuntimeError(f"nbgrader {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
     return proc
+
+
+def _in_process(kind: str, root: Path, home: Path, assignment: str, student: str) -> None:
+    """What `nbgrader <kind> ASSIGNMENT --course C --student S` runs, with the student's home as its folders."""
+    from nbgrader.auth import Authenticator
+    from nbgrader.coursedir import CourseDirectory
+    from nbgrader.exchange import default
+    from traitlets.config import Config
+
+    config = Config()
+    config.CourseDirectory.course_id = COURSE_ID
+    config.Exchange.root = str(root)
+    config.Exchange.cache = str(home / ".local" / "share" / "jupyter" / "nbgrader_cache")
+    config.Exchange.assignment_dir = str(home)
+    coursedir = CourseDirectory(config=config)
+    coursedir.assignment_id, coursedir.student_id = assignment, student
+    step = {"fetch_assignment": default.ExchangeFetchAssignment, "submit": default.ExchangeSubmit,
+            "fetch_feedback": default.ExchangeFetchFeedback}[kind]
+    step(coursedir=coursedir, authenticator=Authenticator(config=config), config=config).start()
 
 
 @dataclass
@@ -51,13 +74,9 @@ class Exchange:
         for other in (course / "source").iterdir():   # the cheapest notebook only
             if other.name != assignment:
                 shutil.rmtree(other)
-        generate_assignments(course, [assignment], db_url)
         root = tmp / "exchange"
-        root.mkdir()
-        os.chmod(root, 0o777)
-        ex = cls(root, course, tmp / "homes", db_url, assignment)
-        _nbgrader(course, tmp, "release_assignment", assignment, *ex._flags())
-        return ex
+        assert publish(root, course, [assignment], db_url) == [root / COURSE_ID / "outbound" / assignment]
+        return cls(root, course, tmp / "homes", db_url, assignment)
 
     def _flags(self, student: str | None = None) -> list[str]:
         flags = ["--course", COURSE_ID, f"--Exchange.root={self.root}"]
@@ -68,24 +87,30 @@ class Exchange:
         home.mkdir(parents=True, exist_ok=True)
         return home
 
-    def fetch(self, student: str) -> Path:
+    def _run(self, kind: str, student: str, cli: bool) -> None:
         home = self.home(student)
-        if not (home / self.assignment).is_dir():
-            _nbgrader(home, home, "fetch_assignment", self.assignment, *self._flags(student))
-        return home / self.assignment / f"{self.assignment}.ipynb"
+        if cli:
+            _nbgrader(home, home, kind, self.assignment, *self._flags(student))
+        else:
+            _in_process(kind, self.root, home, self.assignment, student)
 
-    def submit(self, student: str, notebook_json: str) -> str:
+    def fetch(self, student: str, cli: bool = False) -> Path:
+        if not (self.home(student) / self.assignment).is_dir():
+            self._run("fetch_assignment", student, cli)
+        return self.home(student) / self.assignment / f"{self.assignment}.ipynb"
+
+    def submit(self, student: str, notebook_json: str, cli: bool = False) -> str:
         """The student's notebook saved and submitted; return the inbound folder's name."""
-        self.fetch(student).write_text(notebook_json, encoding="utf-8")
+        self.fetch(student, cli).write_text(notebook_json, encoding="utf-8")
         before = set(os.listdir(self.inbound))
-        _nbgrader(self.home(student), self.home(student), "submit", self.assignment, *self._flags(student))
+        self._run("submit", student, cli)
         (new,) = set(os.listdir(self.inbound)) - before
         return new
 
-    def fetch_feedback(self, student: str) -> dict[str, str]:
+    def fetch_feedback(self, student: str, cli: bool = False) -> dict[str, str]:
         """nbgrader fetch_feedback as the student: {submission timestamp: feedback html} they now have."""
+        self._run("fetch_feedback", student, cli)
         home = self.home(student)
-        _nbgrader(home, home, "fetch_feedback", self.assignment, *self._flags(student))
         folder = home / self.assignment / "feedback"
         return {p.parent.name: p.read_text(encoding="utf-8") for p in folder.glob(f"*/{self.assignment}.html")}
 
@@ -135,6 +160,10 @@ class Exchange:
 
 
 def kill(proc: subprocess.Popen) -> None:
-    """SIGKILL the service and everything in its process group, as a machine that dies would."""
+    """SIGKILL the service and everything in its process group, as a machine that dies would; then what its
+    sandboxes left on this machine (capped mounts, groups) is swept, as its restart would sweep it."""
+    from grader.sandbox import probe, sweep_stale
+
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+    sweep_stale(probe().best)
