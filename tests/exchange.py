@@ -69,8 +69,9 @@ class Exchange:
     assignment: str = EX1
 
     @classmethod
-    def create(cls, tmp: Path, db_url: str, assignment: str = EX1) -> "Exchange":
-        course = copy_course(tmp / "course")
+    def create(cls, tmp: Path, db_url: str, assignment: str = EX1, course: Path | None = None) -> "Exchange":
+        """course: the instructor's course folder (default tmp/course)."""
+        course = copy_course(course or tmp / "course")
         for other in (course / "source").iterdir():   # the cheapest notebook only
             if other.name != assignment:
                 shutil.rmtree(other)
