@@ -10,7 +10,7 @@ PORT ?= 8000
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 AS_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)  # Jupyter refuses root without it (containers, CI)
 
-.PHONY: venv deps fonts vendor book linkcheck test serve lab lab-instructor release bench bench-grading grade grade-report grade-service doctor clean
+.PHONY: venv deps fonts vendor book linkcheck test serve lab lab-instructor release bench bench-grading bench-serve grade grade-report grade-service doctor clean
 
 venv: $(STAMP)
 
@@ -117,6 +117,11 @@ BASE ?=
 bench-grading: deps venv
 	PYTHONPATH=tests $(PY) bench/grading.py $(if $(BASE),--base $(BASE)) $(if $(REPEAT),--repeat $(REPEAT))
 	PYTHONPATH=tests $(PY) bench/levels.py $(if $(REPEAT),--repeat $(REPEAT))
+
+# Graded on arrival (grader/serve/): submit -> feedback on this machine, one submission at a time and a burst of
+# 60 in a minute, with --jobs 1 and 2 side by side (bench/serve_latency.py; exercise 1).
+bench-serve: deps venv
+	PYTHONPATH=tests $(PY) bench/serve_latency.py
 
 # Instructors: autograde a folder of returned notebooks (see README). OUT, DB_URL, JOBS, SHARD, ISOLATION, FEEDBACK optional.
 # DB_URL reaches the grader in the environment (AGENTRL_DB_URL), never on a command line: it holds a password.

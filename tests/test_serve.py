@@ -15,6 +15,7 @@ from nbgrader.api import Gradebook
 from course import filled, mutated_fills, mutations, reference_fills
 from exchange import EX1, Exchange, kill
 from grader.course import COURSE_ID
+from grader.serve.queue import Job, Queue
 from postgres_server import local_postgres
 
 RIGHT = filled(EX1, reference_fills(EX1))
@@ -187,3 +188,33 @@ def test_before_the_deadline_the_instructor_chooses_what_shows(ex, max_score, tm
     assert "截止前只显示可见测试" in early and "隐藏测试（第" not in early and "Grade cell" not in early
     assert "隐藏测试的结果在截止后公布" in early
     assert "截止前" not in late and page_score(late) == (gradebook_score(ex, "sh-after"), max_score)
+
+
+@pytest.mark.parametrize("database", ["postgresql", "sqlite"])
+def test_the_queue_claims_newest_first_once_with_leases_and_a_rate_limit(database, db_url, tmp_path):
+    """The queue's rules on their own, on both databases (SQLite: one machine's fallback)."""
+    url = db_url if database == "postgresql" else f"sqlite:///{tmp_path / 'queue.db'}"
+    queue = Queue(url, f"unit-{database}")
+    try:
+        assert queue.enqueue("a+ex+1", "a", "ex", 1.0) and not queue.enqueue("a+ex+1", "a", "ex", 1.0)
+        queue.enqueue("a+ex+2", "a", "ex", 2.0)          # a's resubmission
+        queue.enqueue("b+ex+1", "b", "ex", 1.5)
+        first = queue.claim("w1", lease=60)
+        assert first.folder == "a+ex+2"                   # a+ex+1 superseded, a's newest is the oldest enqueued left
+        second = queue.claim("w2", lease=60)
+        assert second.folder == "b+ex+1" and queue.claim("w3", lease=60) is None
+        assert queue.done(first, "ok", 8.0, 8.0) and not queue.done(first, "ok", 8.0, 8.0)   # marked once
+        queue.enqueue("b+ex+3", "b", "ex", 3.0)
+        assert queue.claim("w3", lease=60) is None       # b is being graded: one at a time per student
+        stale = Job(**{**second.__dict__, "token": "not-the-holder"})
+        assert not queue.renew(stale, 60) and not queue.done(stale, "ok")
+        assert queue.renew(second, 0)                      # the holder goes silent: its lease runs out at once
+        taken = queue.claim("w3", lease=60, min_interval=3600)
+        assert taken is None                               # b+ex+1 is superseded by b+ex+3, rate-limited for b
+        taken = queue.claim("w3", lease=60)
+        assert taken.folder == "b+ex+3" and not queue.done(second, "ok")   # the silent holder cannot finish
+        assert {r["folder"]: (r["state"], r["graded"]) for r in queue.rows()} == {
+            "a+ex+1": ("superseded", 0), "a+ex+2": ("done", 1), "b+ex+1": ("superseded", 0),
+            "b+ex+3": ("running", 0)}
+    finally:
+        queue.close()
