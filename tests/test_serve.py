@@ -31,7 +31,7 @@ def _with_own_cell(notebook_json: str, code: str) -> str:
     return nbformat.writes(nb)
 
 
-SLOW = _with_own_cell(RIGHT, "import time\ntime.sleep(12)")   # right, and 12 s longer to grade
+SLOW = _with_own_cell(RIGHT, "import time\ntime.sleep(6)")   # right, and 6 s longer to grade
 LOOP = filled(EX1, ["next(x for x in __import__('itertools').count() if x < 0)"] + reference_fills(EX1)[1:])
 FORK_BOMB = filled(EX1, ["[__import__('os').fork() for _ in range(40)] and None or "
                          + reference_fills(EX1)[0]] + reference_fills(EX1)[1:])
@@ -95,7 +95,7 @@ def test_a_service_killed_mid_grade_loses_nothing_and_grades_each_once(ex, max_s
     with ex.service(tmp_path / "first.log", "--lease", "4") as first:
         ex.wait(lambda rows: any(r["student"] == "k-slow" and r["state"] == "running" for r in rows), students,
                 what="k-slow being graded")
-        kill(first)                                   # mid-grade: k-slow's notebook sleeps 12 s in its answer
+        kill(first)                                   # mid-grade: k-slow's notebook sleeps 6 s in a cell of its own
     rows = ex.rows(students)
     assert [r["state"] for r in rows if r["student"] == "k-slow"] == ["running"], rows
     with ex.service(tmp_path / "second.log", "--lease", "4"):
@@ -147,7 +147,7 @@ def test_two_workers_share_one_queue_and_a_killed_workers_job_is_finished_by_the
         holder, other = (a, b) if rows[0]["worker"].endswith(f":{a.pid}") else (b, a)
         for student in students[1:]:
             ex.submit(student, RIGHT)
-        kill(holder)                                  # mid-grade (12 s of sleep in the answer)
+        kill(holder)                                  # mid-grade (6 s of sleep in a cell of its own)
         rows = ex.wait(done(students), students, what="all graded by the survivor")
     by_student = {r["student"]: r for r in rows}
     assert all(r["graded"] == 1 and r["score"] == max_score for r in rows), rows   # no double grading
@@ -157,18 +157,20 @@ def test_two_workers_share_one_queue_and_a_killed_workers_job_is_finished_by_the
 
 
 def test_hostile_submissions_never_delay_or_change_an_honest_one(ex, max_score, tmp_path):
-    students = ["h-loop", "h-fork", "h-honest"]
-    honest_folder = None
-    with ex.service(tmp_path / "service.log", "--jobs", "2", "--cell-timeout", "10", "--notebook-timeout", "30"):
+    """Two workers: a loop holds one of them until the notebook timeout, the honest hand-in (queued after it)
+    takes the other at once; a fork bomb (queued after the honest one) and a folder swapped for a link
+    change nothing of it. (Each student takes at most one worker: the queue's own test.)"""
+    students = ["h-loop", "h-honest", "h-fork"]
+    with ex.service(tmp_path / "service.log", "--jobs", "2", "--cell-timeout", "10", "--notebook-timeout", "15"):
         ex.submit("h-loop", LOOP)
-        ex.submit("h-fork", FORK_BOMB)
         honest_folder = ex.submit("h-honest", RIGHT)
+        ex.submit("h-fork", FORK_BOMB)
         stolen = ex.inbound / f"h-evil+{EX1}+{honest_folder.split('+')[2]}+evilevilevil"
         stolen.symlink_to(ex.inbound / honest_folder)  # a folder swapped for a link to another's submission
         rows = ex.wait(done(students), students, what="all three graded")
     by_student = {r["student"]: r for r in rows}
     honest = by_student["h-honest"]
-    assert honest["score"] == max_score and honest["graded"] == 1
+    assert honest["score"] == max_score and honest["graded"] == 1 and honest["attempts"] == 1
     assert honest["claimed_at"] < by_student["h-loop"]["finished_at"]   # graded beside the loop, not after it
     assert by_student["h-loop"]["status"] in ("ok", "timeout") and by_student["h-loop"]["score"] == 0
     assert by_student["h-fork"]["score"] < max_score
