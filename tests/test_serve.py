@@ -6,6 +6,8 @@ one test never count in another's.
 """
 from __future__ import annotations
 
+import os
+import pwd
 import re
 
 import nbformat
@@ -220,3 +222,17 @@ def test_the_queue_claims_newest_first_once_with_leases_and_a_rate_limit(databas
             "b+ex+3": ("running", 0)}
     finally:
         queue.close()
+
+
+def test_with_check_owner_nobody_hands_in_as_another(ex, max_score, tmp_path):
+    """--check-owner: a submission folder counts only if it belongs to the OS account named like its student
+    (`nobody` is an account on every Debian machine; the impostor's folder belongs to root)."""
+    own = ex.submit("nobody", RIGHT)
+    impostor = ex.submit("s-impostor", RIGHT)
+    os.chown(ex.inbound / own, pwd.getpwnam("nobody").pw_uid, -1)
+    with ex.service(tmp_path / "service.log", "--check-owner"):
+        rows = ex.wait(done(["nobody", "s-impostor"]), ["nobody", "s-impostor"])
+    by_folder = {r["folder"]: r for r in rows}
+    assert (by_folder[own]["status"], by_folder[own]["score"]) == ("ok", max_score)
+    assert (by_folder[impostor]["status"], by_folder[impostor]["score"]) == ("invalid", None)
+    assert ex.fetch_feedback("s-impostor") == {}
