@@ -10,7 +10,7 @@ PORT ?= 8000
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 AS_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)  # Jupyter refuses root without it (containers, CI)
 
-.PHONY: venv deps fonts vendor book linkcheck test serve lab lab-instructor release bench bench-grading grade grade-report doctor clean
+.PHONY: venv deps fonts vendor book linkcheck test serve lab lab-instructor release bench bench-grading bench-serve grade grade-report grade-service doctor clean
 
 venv: $(STAMP)
 
@@ -99,9 +99,12 @@ lab: venv fonts
 lab-instructor: venv fonts
 	$(VENV)/bin/jupyter lab --ServerApp.ip=127.0.0.1 $(AS_ROOT) --notebook-dir=grader
 
-# Instructor notebooks (grader/source) -> student notebooks (notebooks/) and book pages (book/).
+# Instructor notebooks (grader/source) -> student notebooks (notebooks/) and book pages (book/); with
+# EXCHANGE=<nbgrader Exchange.root> also released there for course agentrl-cloze (nbgrader release_assignment),
+# from the instructor's course folder COURSE (default hub-course; its gradebook: DB_URL, else SQLite in it).
+COURSE ?= hub-course
 release: venv
-	$(PY) -m grader release
+	$(PY) -m grader release $(if $(EXCHANGE),--exchange "$(EXCHANGE)" --course "$(COURSE)")
 
 # With BASE=<commit>, also the capstone engine of this commit against BASE's, side by side (bench/versus.py).
 bench: venv
@@ -117,15 +120,26 @@ bench-grading: deps venv
 	PYTHONPATH=tests $(PY) bench/grading.py $(if $(BASE),--base $(BASE)) $(if $(REPEAT),--repeat $(REPEAT))
 	PYTHONPATH=tests $(PY) bench/levels.py $(if $(REPEAT),--repeat $(REPEAT))
 
+# Graded on arrival (grader/serve/): submit -> feedback on this machine, one submission at a time and a burst of
+# 60 in a minute, with --jobs 1 and 2 side by side (bench/serve_latency.py; exercise 1).
+bench-serve: deps venv
+	PYTHONPATH=tests $(PY) bench/serve_latency.py
+
 # Instructors: autograde a folder of returned notebooks (see README). OUT, DB_URL, JOBS, SHARD, ISOLATION, FEEDBACK optional.
 # DB_URL reaches the grader in the environment (AGENTRL_DB_URL), never on a command line: it holds a password.
 OUT ?= grading-output
 ifneq ($(DB_URL),)
-grade grade-report: export AGENTRL_DB_URL := $(DB_URL)
+grade grade-report release grade-service: export AGENTRL_DB_URL := $(DB_URL)
 endif
 grade: venv
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=<folder> [OUT=grading-output] [DB_URL=postgresql://…] [JOBS=2] [SHARD=K/N] [ISOLATION=auto|cgroup|job|none] [FEEDBACK=no]" >&2; exit 2; }
 	$(PY) -m grader grade "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(SHARD),--shard $(SHARD)) $(if $(ISOLATION),--isolation $(ISOLATION)) $(if $(filter no,$(FEEDBACK)),--no-feedback)
+
+# Instructors: grade each submission as it arrives in nbgrader's exchange (grader/serve/, README). The queue is in
+# the gradebook: DB_URL=postgresql://… (several workers, several machines). JOBS, SHOW, DEADLINE, MIN_INTERVAL optional.
+grade-service: venv
+	@test -n "$(EXCHANGE)" || { echo "usage: make grade-service EXCHANGE=<nbgrader Exchange.root> [COURSE=hub-course] [DB_URL=postgresql://…] [JOBS=1] [SHOW=all|total|visible] [DEADLINE='2027-01-15 23:59:00 UTC'] [MIN_INTERVAL=seconds]" >&2; exit 2; }
+	$(PY) -m grader serve --exchange "$(EXCHANGE)" --course "$(COURSE)" $(if $(JOBS),--jobs $(JOBS)) $(if $(SHOW),--show $(SHOW)) $(if $(DEADLINE),--deadline "$(DEADLINE)") $(if $(MIN_INTERVAL),--min-interval $(MIN_INTERVAL))
 
 # Instructors: which isolation level this machine gives the grader, each guarantee at it, what fixes the rest.
 doctor: venv

@@ -4,7 +4,9 @@
                                        [--cell-timeout S] [--notebook-timeout S] [--memory-mb MB]
                                        [--isolation LEVEL]
     python -m grader report --out DIR [--db-url URL | --db-url-file F]   # after every shard
-    python -m grader release [--out DIR] [assignment ...]
+    python -m grader serve --exchange DIR --course DIR [--jobs N] [--lease S] [--min-interval S]
+                           [--show all|total|visible] [--deadline TIME] [--check-owner] [--db-url-file F]
+    python -m grader release [--out DIR] [--exchange DIR [--course DIR]] [assignment ...]
     python -m grader doctor             # the isolation level here, each guarantee at it, what fixes the rest
     python -m grader sandbox (--check | --sweep)
 
@@ -60,9 +62,37 @@ def main(argv: list[str] | None = None) -> int:
     merge.add_argument("--out", type=Path, default=Path("grading-output"))
     _gradebook_options(merge)
 
+    service = commands.add_parser("serve", help="grade each submission as it arrives in nbgrader's exchange "
+                                                "(see grader/serve/service.py)")
+    service.add_argument("--exchange", type=Path, required=True, help="nbgrader's Exchange.root")
+    service.add_argument("--course", type=Path, required=True,
+                         help="the nbgrader course folder graded into (copied from grader/ if it has no config)")
+    service.add_argument("--state", type=Path, default=None, help="the service's private folder")
+    service.add_argument("--jobs", type=int, default=1, help="submissions graded at a time (default 1)")
+    service.add_argument("--lease", type=float, default=30.0, help="seconds before a silent worker's job is "
+                                                                   "graded by another (default 30)")
+    service.add_argument("--min-interval", type=float, default=0.0,
+                         help="seconds between the starts of one student's gradings (rate limit; default 0)")
+    service.add_argument("--poll", type=float, default=0.5, help="seconds between looks at inbound")
+    service.add_argument("--show", default="all", choices=["all", "total", "visible"],
+                         help="what feedback shows before the deadline (default all)")
+    service.add_argument("--deadline", default=None, help="after it every page shows everything "
+                                                          "(nbgrader's time format, e.g. '2027-01-15 23:59:00 UTC')")
+    service.add_argument("--check-owner", action="store_true",
+                         help="a submission folder must belong to the OS account of its student")
+    service.add_argument("--isolation", default="auto", choices=["auto", "cgroup", "job", "none"])
+    service.add_argument("--cell-timeout", type=int, default=60, help="seconds per cell")
+    service.add_argument("--notebook-timeout", type=int, default=600, help="seconds per notebook")
+    service.add_argument("--memory-mb", type=int, default=None, help="memory per notebook (default 2048)")
+    _gradebook_options(service)
+
     publish = commands.add_parser("release", help="instructor notebooks -> notebooks/ and book/")
     publish.add_argument("names", nargs="*", help="assignments (default: all in grader/source)")
     publish.add_argument("--out", type=Path, default=ROOT, help="where notebooks/ and book/ go")
+    publish.add_argument("--exchange", type=Path, default=None,
+                         help="also release into nbgrader's exchange at this root (nbgrader release_assignment)")
+    publish.add_argument("--course", type=Path, default=Path("hub-course"),
+                         help="with --exchange: the instructor's nbgrader course folder (copied if empty)")
 
     commands.add_parser("doctor", help="the isolation level here, each guarantee at it, and what fixes the rest")
     sandbox = commands.add_parser("sandbox", help="check or clean up the grading sandbox on this machine")
@@ -70,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     sandbox.add_argument("--sweep", action="store_true", help="remove stale cgroups, folders and mounts")
 
     args = parser.parse_args(argv)
-    if argv is None and args.command in ("grade", "doctor", "sandbox"):
+    if argv is None and args.command in ("grade", "serve", "doctor", "sandbox"):
         from grader.sandbox import userns
 
         userns.enter(["-m", "grader", *sys.argv[1:]])
@@ -94,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
 
         run(args.submissions, args.out, args.cell_timeout, args.notebook_timeout, _db_url(args), args.jobs,
             isolation=isolation, limits=limits, shard=shard, feedback=not args.no_feedback)
+    elif args.command == "serve":
+        return _serve(args, parser)
     elif args.command == "report":
         from grader.grade.pipeline import report
 
@@ -121,6 +153,33 @@ def main(argv: list[str] | None = None) -> int:
         except SandboxUnavailable as exc:
             print(exc, file=sys.stderr)
             return 2
+    return 0
+
+
+def _serve(args, parser) -> int:
+    from grader.sandbox import SandboxLimits, SandboxUnavailable, choose, refusal
+
+    try:
+        choose(args.isolation)
+    except SandboxUnavailable as exc:
+        raise SystemExit(refusal(exc)) from None
+    from nbgrader.utils import parse_utc
+
+    from grader.serve.service import Settings, serve
+    from grader.serve.showing import Showing
+
+    url = _db_url(args)
+    if not url:
+        parser.error("the gradebook (which holds the queue) is needed: --db-url-file, --db-url or AGENTRL_DB_URL")
+    try:
+        deadline = parse_utc(args.deadline).timestamp() if args.deadline else None
+    except ValueError as exc:
+        parser.error(f"--deadline: {exc}")
+    serve(Settings(exchange=args.exchange, course=args.course, db_url=url, state=args.state, jobs=args.jobs,
+                   lease=args.lease, min_interval=args.min_interval, poll=args.poll, isolation=args.isolation,
+                   limits=SandboxLimits(memory_mb=args.memory_mb) if args.memory_mb else None,
+                   cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout,
+                   showing=Showing(args.show, deadline), check_owner=args.check_owner))
     return 0
 
 

@@ -1,6 +1,6 @@
 """grader/ stays easy to change: laid out by command, its imports going one way, nbgrader's lists as the pipeline.
 
-- One folder per command (grade/, publish/, cluster/), the sandbox on its own (sandbox/), and at the top only
+- One folder per command (grade/, publish/, cluster/, serve/), the sandbox on its own (sandbox/), and at the top only
   what they share (course.py, cells.py) and the entry points (__main__.py, nbgrader_config.py).
 - No import cycle between modules (not even inside functions) nor between those folders; the sandbox
   imports nothing of the rest, which reaches it only through its face (grader/sandbox/__init__.py); no
@@ -51,8 +51,9 @@ GRAPH = {m: {d for d in _imports(p) if d in MODULES and d != m and not m.startsw
 # they share and on the sandbox; the sandbox stands on nothing of the rest.
 SHARED = {"grader.course", "grader.cells"}
 ENTRY = {"grader", "grader.__main__", "grader.nbgrader_config"}
-ROOMS = ("grade", "publish", "cluster", "sandbox")
+ROOMS = ("serve", "grade", "publish", "cluster", "sandbox")
 MAY_IMPORT = {
+    "serve": {"shared", "grade"},
     "grade": {"shared", "sandbox", "cluster"},
     "publish": {"shared"},
     "cluster": {"sandbox"},
@@ -170,10 +171,12 @@ def test_each_step_lives_beside_the_code_that_does_its_job():
     from grader.grade.prepare import RebuildOnRelease, SkipDemoCells, for_grading, repair, suspicious
     from grader.grade.verdict import TrustedVerdict, judge_notebook
     from grader.publish.blanks import FillInTheBlanks, blank_source
+    from grader.serve.showing import ShowTotal, ShowVisible, visible_only
 
     jobs = {RebuildOnRelease: [repair, suspicious], SkipDemoCells: [for_grading], SandboxedExecute: [runner_for],
             TrustedVerdict: [judge_notebook], CapOutputs: [cap_outputs], SaveVerdicts: [save_verdicts],
-            WriteFeedback: [write_feedback], StudentFacingOutputs: [student_facing], FillInTheBlanks: [blank_source]}
+            WriteFeedback: [write_feedback], StudentFacingOutputs: [student_facing], FillInTheBlanks: [blank_source],
+            ShowVisible: [visible_only], ShowTotal: [visible_only]}
     for step, functions in jobs.items():
         assert {f.__module__ for f in functions} == {step.__module__}, step
     import importlib

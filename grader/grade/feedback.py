@@ -1,6 +1,7 @@
 """Feedback: the HTML page a student gets back, written by nbgrader's feedback template.
 
     write_feedback(nb, resources, dest)   # nb: the judged notebook; resources: nbgrader's (student, db_url…)
+    write_feedback(nb, resources, dest, extra=[Step])   # extra steps after FEEDBACK's own
 
 The page is what `nbgrader generate_feedback` writes (its template, its grade lookup), built by the
 preprocessors the course's nbgrader_config.py gives GenerateFeedback (FEEDBACK, below): the scores from the
@@ -60,18 +61,20 @@ def feedback_config() -> Config:
 _per_thread = threading.local()
 
 
-def _exporter() -> HTMLExporter:
-    """One exporter per thread (its templates compiled once; its preprocessors keep per-call state)."""
-    if not hasattr(_per_thread, "exporter"):
+def _exporter(extra: tuple = ()) -> HTMLExporter:
+    """One exporter per thread and list of steps (its templates compiled once; its preprocessors keep
+    per-call state). extra: steps after FEEDBACK's, before the CSS header."""
+    exporters = _per_thread.__dict__.setdefault("exporters", {})
+    if extra not in exporters:
         exporter = HTMLExporter(config=feedback_config())
-        for preprocessor in FEEDBACK:
+        for preprocessor in FEEDBACK[:-1] + list(extra) + FEEDBACK[-1:]:
             exporter.register_preprocessor(preprocessor, enabled=True)
-        _per_thread.exporter = exporter
-    return _per_thread.exporter
+        exporters[extra] = exporter
+    return exporters[extra]
 
 
-def write_feedback(nb: nbformat.NotebookNode, resources: dict, dest: Path) -> None:
-    body, _ = _exporter().from_notebook_node(nbformat.from_dict(nb), resources=resources)
+def write_feedback(nb: nbformat.NotebookNode, resources: dict, dest: Path, extra=()) -> None:
+    body, _ = _exporter(tuple(extra)).from_notebook_node(nbformat.from_dict(nb), resources=resources)
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(dest.name + f".{os.getpid()}.tmp")
     tmp.write_text(body, encoding="utf-8")

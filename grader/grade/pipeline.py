@@ -166,7 +166,7 @@ def finish(job: Job, run: Run) -> None:
     sub.passed = state.passed()
 
 
-def _quiet_nbgrader() -> None:
+def quiet_nbgrader() -> None:
     log = logging.getLogger("traitlets")  # nbgrader's converters and preprocessors log there
     if not log.handlers:
         log.addHandler(logging.StreamHandler())
@@ -175,7 +175,7 @@ def _quiet_nbgrader() -> None:
     warnings.filterwarnings("ignore", module=r"nbgrader\.api")
 
 
-def _isolation(request: str, limits) -> str:
+def isolation_level(request: str, limits) -> str:
     """The level this run grades at, said out loud (the doctor's table for it); SystemExit if the machine
     cannot give what was asked for, with the ways forward."""
     try:
@@ -189,7 +189,7 @@ def _isolation(request: str, limits) -> str:
 
 
 @contextlib.contextmanager
-def _one_writer_at_a_time(db_url: str):
+def one_writer_at_a_time(db_url: str):
     """While nbgrader writes the assignments' rows: one shard at a time (a PostgreSQL advisory lock)."""
     if not db_url.startswith("postgresql"):
         yield
@@ -220,7 +220,7 @@ def _setup(submissions: Path, out: Path, shard: Shard | None, db_url: str | None
                                                   for name in known for folder in (GRADER, course)])
     if not subs:
         raise SystemExit(f"no submissions found in {submissions}")
-    with _one_writer_at_a_time(run.db_url):   # every shard knows every assignment
+    with one_writer_at_a_time(run.db_url):   # every shard knows every assignment
         generate_assignments(course, sorted({s.assignment for s in subs if s.assignment}), run.db_url)
     if shard is not None:
         forget(run.db_url, COURSE_ID, [(s.assignment, s.student) for s in subs
@@ -260,8 +260,8 @@ def grade(submissions: Path, out: Path, cell_timeout: int = 60, notebook_timeout
     started, cpu_started, timings["started"] = time.perf_counter(), time.process_time(), time.time()
     if shard is not None and not (db_url or "").startswith("postgresql"):
         raise SystemExit("SHARD needs a shared PostgreSQL gradebook: DB_URL=postgresql://… (or AGENTRL_DB_URL)")
-    level = _isolation(isolation, limits)
-    _quiet_nbgrader()
+    level = isolation_level(isolation, limits)
+    quiet_nbgrader()
     jobs = jobs or max(1, min(2, os.cpu_count() or 1))
     if level == "job" and jobs != 1:   # the job's own limits are one notebook's: one at a time
         print(f"isolation level job: one notebook at a time (not {jobs}) / 作业级隔离：一次只评一份", file=sys.stderr)

@@ -240,3 +240,10 @@ def main(args: argparse.Namespace) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
         print(f"wrote {path}")
+    if getattr(args, "exchange", None):
+        import os
+
+        from grader.publish.exchange import publish
+
+        for folder in publish(args.exchange, args.course, names, os.environ.get("AGENTRL_DB_URL") or None):
+            print(f"released {folder}")

@@ -1,0 +1,116 @@
+"""Graded on arrival, measured: submit -> feedback available, on this machine, exercise 1.
+
+    PYTHONPATH=tests python bench/serve_latency.py [--idle 10] [--burst 60] [--over 60] [--jobs 1 2]
+
+A private PostgreSQL gradebook (tests/postgres_server.py), a course with exercise 1 released to a local
+exchange, and `python -m grader serve` as a real process, sandboxed at the level `doctor` reports. A student
+submits with nbgrader's own exchange code (tests/exchange.py); the latency of a submission is from the
+moment its folder is complete in inbound to the moment its feedback file exists under nbgrader's name in
+the exchange (what "Fetch Feedback" then copies). Two loads, for each --jobs (one service process grading
+that many at a time):
+
+- idle: --idle submissions one after another, each once the previous one's feedback is there;
+- burst: --burst submissions spread evenly over --over seconds (60 in a minute), all at the service.
+
+Prints p50 and p95 of each and the time from the first submission of the burst to the last feedback, with
+the targets (exercise 1, 2 cores: idle p50 <= 15 s, p95 <= 30 s; a burst of 60 in a minute all graded
+within 3 minutes).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from course import filled, reference_fills
+from exchange import EX1, Exchange
+
+from grader.course import COURSE_ID
+from grader.serve.deliver import feedback_name
+from postgres_server import local_postgres
+
+TARGET_IDLE_P50, TARGET_IDLE_P95, TARGET_BURST_ALL = 15.0, 30.0, 180.0
+RIGHT = filled(EX1, reference_fills(EX1))
+
+
+def _secret(ex: Exchange, folder: str) -> str:
+    return (ex.inbound / folder / "submission_secret.txt").read_text(encoding="utf-8")
+
+
+def _submit_and_time(ex: Exchange, student: str, latencies: dict, lock: threading.Lock) -> None:
+    folder = ex.submit(student, RIGHT)
+    began = time.monotonic()
+    target = ex.root / COURSE_ID / "feedback" / feedback_name(_secret(ex, folder), EX1)
+    while not target.exists():
+        time.sleep(0.05)
+    with lock:
+        latencies[student] = time.monotonic() - began
+
+
+def _pcts(values: list[float]) -> tuple[float, float]:
+    values = sorted(values)
+    p95 = values[min(len(values) - 1, max(0, round(0.95 * len(values)) - 1))]
+    return statistics.median(values), p95
+
+
+def run(jobs: int, idle: int, burst: int, over: float, tmp: Path, db_url: str) -> dict:
+    ex = Exchange.create(tmp / f"jobs{jobs}", db_url)
+    lock, result = threading.Lock(), {"jobs": jobs}
+    with ex.service(tmp / f"jobs{jobs}.log", "--jobs", str(jobs), "--poll", "0.2"):
+        warm: dict = {}
+        _submit_and_time(ex, f"warm-{jobs}", warm, lock)   # the reference run and first imports: not a student's
+        idle_lat: dict = {}
+        for i in range(idle):
+            _submit_and_time(ex, f"idle-{jobs}-{i}", idle_lat, lock)
+        result["idle"] = _pcts(list(idle_lat.values()))
+        burst_lat: dict = {}
+        threads, began = [], time.monotonic()
+        for i in range(burst):
+            while time.monotonic() < began + i * over / burst:
+                time.sleep(0.01)
+            thread = threading.Thread(target=_submit_and_time, args=(ex, f"burst-{jobs}-{i}", burst_lat, lock))
+            thread.start()
+            threads.append(thread)
+        for thread in threads:
+            thread.join()
+        result["burst"] = _pcts(list(burst_lat.values()))
+        result["burst_all"] = time.monotonic() - began
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--idle", type=int, default=10)
+    parser.add_argument("--burst", type=int, default=60)
+    parser.add_argument("--over", type=float, default=60.0)
+    parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
+    args = parser.parse_args()
+    load = os.getloadavg()
+    rows = []
+    with local_postgres() as db_url, tempfile.TemporaryDirectory(prefix="serve-bench-") as tmp:
+        for jobs in args.jobs:
+            rows.append(run(jobs, args.idle, args.burst, args.over, Path(tmp), db_url))
+            print(f"  jobs {jobs}: done", file=sys.stderr)
+    print(f"#### Graded on arrival: submit -> feedback, exercise 1 ({os.cpu_count()} cores; {args.idle} idle "
+          f"submissions one at a time; a burst of {args.burst} over {args.over:.0f} s; load average before: "
+          f"{load[0]:.2f}/{load[1]:.2f}/{load[2]:.2f})")
+    print()
+    print("| service | idle p50 | idle p95 | burst p50 | burst p95 | burst: first submit -> last feedback |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| 1 process, --jobs {r['jobs']} | {r['idle'][0]:.1f} s | {r['idle'][1]:.1f} s | {r['burst'][0]:.1f} s "
+              f"| {r['burst'][1]:.1f} s | {r['burst_all']:.0f} s |")
+    best = min(rows, key=lambda r: r["burst_all"])
+    print()
+    print(f"Targets: idle p50 <= {TARGET_IDLE_P50:.0f} s, p95 <= {TARGET_IDLE_P95:.0f} s; the burst all graded "
+          f"within {TARGET_BURST_ALL:.0f} s. Best: idle p50 {min(r['idle'][0] for r in rows):.1f} s, p95 "
+          f"{min(r['idle'][1] for r in rows):.1f} s; burst {best['burst_all']:.0f} s (--jobs {best['jobs']}).")
+
+
+if __name__ == "__main__":
+    main()
