@@ -36,8 +36,10 @@ def proxy_command() -> str:
     if not PROXY.exists():
         npm = shutil.which("npm")
         assert npm, "npm missing: apt-get install npm (make deps)"
-        subprocess.run([npm, "install", "--no-audit", "--no-fund", "--silent",
-                        f"configurable-http-proxy@{PROXY_VERSION}"], cwd=PROXY.parents[2], check=True)
+        folder = PROXY.parents[2]     # _vendor/chp: missing in a fresh clone
+        folder.mkdir(parents=True, exist_ok=True)
+        subprocess.run([npm, "install", "--prefix", str(folder), "--no-audit", "--no-fund", "--silent",
+                        f"configurable-http-proxy@{PROXY_VERSION}"], cwd=folder, check=True)
     return str(PROXY)
 
 
