@@ -315,6 +315,6 @@ def test_the_readme_says_its_capstone_numbers_come_from_one_run():
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     start = readme.index("### 综合练习 / Capstone（`bench/capstone.py`")
-    section = readme[start:readme.index("### `make bench-grading`")]
+    section = readme[start:readme.index("\n### `make bench-grading`")]
     assert "一次运行" in section.splitlines()[0] and "load average" in section
     assert "make bench" in section and "PAGE_SEEDS" in section
