@@ -213,12 +213,18 @@ class Prefetch:
 
 def prefetch_sft(own_seed: int, names=ALL_ABLATIONS, seeds=PAGE_SEEDS, *, parts=None, n_test: int = 512,
                  sft_config=None, cliff_sft_steps: int = CLIFF_SFT_STEPS) -> Prefetch:
-    """Start the SFT runs run_ablations() will need (all but the notebook's own seed's full SFT) in one background
-    worker, so that they run while the notebook trains its own seed on the other core. run_ablations(...,
-    prefetched=...) takes them if the seeds, steps and parts are the same (the same MY_PARTS object: re-running that
-    cell makes a new one, and then the ablations train again)."""
+    """Start SFT runs run_ablations() will need (not the notebook's own seed's full SFT) in one background worker,
+    so that they run while the notebook trains its own seed on the other core: as many as fit in that time (its SFT
+    and GRPO take about two full SFTs), the full ones first; run_ablations trains the rest on both workers.
+    run_ablations(..., prefetched=...) takes them if the seeds, steps and parts are the same (the same MY_PARTS
+    object: re-running that cell makes a new one, and then the ablations train again)."""
     sft_config = sft_config or SFTConfig()
-    jobs = _sft_jobs(own_seed, names, tuple(seeds))
+    jobs, budget = [], 2.0   # in full SFTs
+    for kind, seed in _sft_jobs(own_seed, names, tuple(seeds)):
+        cost = 1.0 if kind == "sft" else cliff_sft_steps / sft_config.steps
+        if cost <= budget:
+            jobs.append((kind, seed))
+            budget -= cost
     context = dict(sft_config=sft_config, n_test=n_test, parts=parts)
     handle = start_jobs(_sft_job, [(s, None if k == "sft" else cliff_sft_steps) for k, s in jobs], context=context)
     return Prefetch(_prefetch_key(own_seed, seeds, parts, cliff_sft_steps, sft_config), jobs, handle)
