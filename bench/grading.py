@@ -38,6 +38,7 @@ from course import ASSIGNMENTS
 from grader.course import ROOT
 from grader.grade.pipeline import grade
 from postgres_server import local_postgres
+from worktree import worktree
 
 TARGET_TOTAL_S = 300          # 30 x 7 sandboxed, end to end
 TARGET_BASE_RATIO = 1.05      # a change may cost at most 5% against its base
@@ -63,10 +64,7 @@ def _this(label: str, root: Path, out: Path, **kwargs) -> dict:
 
 def _base(rev: str, root: Path, out: Path, jobs: int, tmp: Path) -> dict:
     """The same class graded by another commit's grader (a git worktree of it, this venv)."""
-    tree = tmp / f"base-{rev}"
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), rev], check=True,
-                   capture_output=True)
-    try:
+    with worktree(ROOT, rev, tmp / f"base-{rev}") as tree:
         if (tree / "grader" / "grade.py").is_file():          # before grader was a package
             command = [sys.executable, str(tree / "grader" / "grade.py"), str(root), "--out", str(out)]
         else:
@@ -77,8 +75,6 @@ def _base(rev: str, root: Path, out: Path, jobs: int, tmp: Path) -> dict:
         subprocess.run(command + ["--jobs", str(jobs)], cwd=tree, env=env, check=True, capture_output=True)
         after = os.times()
         wall = time.perf_counter() - started
-    finally:
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], capture_output=True)
     cpu = after.children_user + after.children_system - before.children_user - before.children_system
     print(f"  {rev}: {wall:.0f} s", file=sys.stderr)
     changed = {a for a in ASSIGNMENTS if subprocess.run(

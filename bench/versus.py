@@ -20,6 +20,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from worktree import worktree
+
 ROOT = Path(__file__).resolve().parents[1]
 TARGET_RATIO = 1.05
 
@@ -52,18 +54,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                           check=True).stdout.strip()
-    with tempfile.TemporaryDirectory(prefix="agentrl-versus-") as tmp:
-        tree = Path(tmp) / "base"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), args.base], check=True,
-                       capture_output=True)
-        try:
-            runs: dict[str, list[dict]] = {"this": [], "base": []}
-            for r in range(args.rounds):
-                for side, where in (("this", ROOT), ("base", tree)) if r % 2 == 0 else (("base", tree), ("this", ROOT)):
-                    runs[side].append(once(where))
-                    print(f"  round {r + 1}, {side}: {runs[side][-1]['cpu']:.2f} CPU-s", file=sys.stderr)
-        finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], capture_output=True)
+    runs: dict[str, list[dict]] = {"this": [], "base": []}
+    with tempfile.TemporaryDirectory(prefix="agentrl-versus-") as tmp, \
+            worktree(ROOT, args.base, Path(tmp) / "base") as tree:
+        for r in range(args.rounds):
+            for side, where in (("this", ROOT), ("base", tree)) if r % 2 == 0 else (("base", tree), ("this", ROOT)):
+                runs[side].append(once(where))
+                print(f"  round {r + 1}, {side}: {runs[side][-1]['cpu']:.2f} CPU-s", file=sys.stderr)
     this = statistics.median(x["cpu"] for x in runs["this"])
     base = statistics.median(x["cpu"] for x in runs["base"])
     same = {x["accuracy"] for x in runs["this"] + runs["base"]}

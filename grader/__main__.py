@@ -114,12 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as exc:
             parser.error(str(exc))
         isolation = "none" if args.unsafe_no_sandbox else args.isolation
-        from grader.sandbox import SandboxUnavailable, choose, refusal
-
-        try:
-            choose(isolation)           # refuse before the grading machinery is even imported
-        except SandboxUnavailable as exc:
-            raise SystemExit(refusal(exc)) from None
+        _refuse_early(isolation)
         from grader.grade.pipeline import grade as run
 
         run(args.submissions, args.out, args.cell_timeout, args.notebook_timeout, _db_url(args), args.jobs,
@@ -156,13 +151,21 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _serve(args, parser) -> int:
-    from grader.sandbox import SandboxLimits, SandboxUnavailable, choose, refusal
+def _refuse_early(isolation: str) -> None:
+    """SystemExit with the ways forward if this machine cannot give `isolation`, before the grading machinery is
+    even imported (pipeline.isolation_level says the same again, with the level's table, once it runs)."""
+    from grader.sandbox import SandboxUnavailable, choose, refusal
 
     try:
-        choose(args.isolation)
+        choose(isolation)
     except SandboxUnavailable as exc:
         raise SystemExit(refusal(exc)) from None
+
+
+def _serve(args, parser) -> int:
+    from grader.sandbox import SandboxLimits
+
+    _refuse_early(args.isolation)
     from nbgrader.utils import parse_utc
 
     from grader.serve.service import Settings, serve

@@ -291,19 +291,18 @@ def _arm_costs(arms, base: GRPOConfig, main=None, n_test: int = 512, per_step: f
     """Each arm's seconds at the main run's speed (per_step: one of its GRPO steps; per_eval: one held-out evaluation):
     its steps scaled by its batch and by the cost model for its extra forward passes, its evaluation and its versions'.
     Without the main run (main=None): its steps only."""
+    if main is None:
+        return {arm: float(min(ARMS[arm].overrides.get("steps", base.steps), base.steps)) for arm in arms}
+    h, n = main.history, len(main.history)
+    rows, length = sum(r["rows"] for r in h) / n, sum(r["length"] for r in h) / n
+    generate = sum(c["cost"] for c in main.chunks) / n
+    plain = generate + COST_MODEL.step(rows, length)
     costs = {}
     for arm in arms:
         cfg = replace(base, **{k: v for k, v in ARMS[arm].overrides.items() if k != "steps"})
         steps = min(ARMS[arm].overrides.get("steps", base.steps), base.steps)
-        if main is None:
-            costs[arm] = float(steps)
-            continue
-        h, n = main.history, len(main.history)
-        rows, length = sum(r["rows"] for r in h) / n, sum(r["length"] for r in h) / n
-        generate = sum(c["cost"] for c in main.chunks) / n
         extra = float(cfg.minibatches > 1 and cfg.correction != "behave") + cfg.measure_steps / cfg.minibatches
-        scale = cfg.batch_size / main.config.batch_size * (generate + COST_MODEL.step(rows, length, extra)) / (
-            generate + COST_MODEL.step(rows, length))
+        scale = cfg.batch_size / main.config.batch_size * (generate + COST_MODEL.step(rows, length, extra)) / plain
         costs[arm] = steps * per_step * scale + per_eval * (1 + ARMS[arm].versions * (steps + 1)
                                                             * VERSION_EVAL_PROBLEMS / n_test)
     return costs
