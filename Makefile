@@ -52,7 +52,7 @@ deps:
 
 # Chinese text in the figures needs a CJK font: Debian's fonts-noto-cjk, installed for `make book`, `make lab` and
 # `make lab-instructor` (and by `make deps` for the tests) where apt-get can. Without one the figures fall back to
-# English text (agentrl_ref/teaching/cjk.py), never to empty boxes, and this says how to get Chinese ones.
+# English text (agentrl_ref/teaching/shared/cjk.py), never to empty boxes, and this says how to get Chinese ones.
 CJK_FONT_PACKAGE := fonts-noto-cjk
 fonts:
 	@dpkg -s $(CJK_FONT_PACKAGE) >/dev/null 2>&1 && exit 0; \

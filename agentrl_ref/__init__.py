@@ -35,15 +35,16 @@ _EXPORTS = {
                                "trl_format_reward"],
     "frameworks.verl_score": ["make_verl_compute_score"],
     # teaching machinery
-    "teaching.answer_forms": ["ANSWER_FORMS", "AnswerForm", "compare_verifiers"],
-    "teaching.verifier_table": ["forms_table", "plot_verifiers", "run_comparison", "seed_answer_table",
-                                "summary_table", "verifier_summary"],
-    "teaching.chat_template": ["AGENT_CONVERSATION", "render_chatml", "tokenize_chat"],  # ex3, real template
-    "teaching.rollout_sim": ["SimConfig", "SimResult", "run_modes", "simulate"],  # ex4 simulation (simulated clock)
-    "teaching.rollout_playground": ["RolloutPlayground"],  # ex4 widgets (ipywidgets, imported lazily)
-    "teaching.credit_plots": ["credit_facts", "grpo_group", "long_trajectory", "plot_outcome_credit",
+    "teaching.ex2_verifiable_reward.answer_forms": ["ANSWER_FORMS", "AnswerForm", "compare_verifiers"],
+    "teaching.ex2_verifiable_reward.verifier_table": ["forms_table", "plot_verifiers", "run_comparison",
+                                                      "seed_answer_table", "summary_table", "verifier_summary"],
+    "teaching.shared.chat_template": ["AGENT_CONVERSATION", "render_chatml", "tokenize_chat"],  # ex3, real template
+    # ex4 simulation (simulated clock)
+    "teaching.ex4_async_rollout.rollout_sim": ["SimConfig", "SimResult", "run_modes", "simulate"],
+    "teaching.ex4_async_rollout.rollout_playground": ["RolloutPlayground"],  # ex4 widgets (ipywidgets, imported lazily)
+    "teaching.ex6_token_credit.credit_plots": ["credit_facts", "grpo_group", "long_trajectory", "plot_outcome_credit",
                               "plot_strategies"],
-    "teaching.cloze_widget": ["ClozeWidget", "cloze_practice"],  # MLM cloze practice (ipywidgets, imported lazily)
+    "teaching.cloze.widget": ["ClozeWidget", "cloze_practice"],  # MLM cloze practice (ipywidgets, imported lazily)
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 __all__ = list(_MODULE_OF)

@@ -58,7 +58,7 @@ def is_trainable(role: str, part: str) -> bool:
     The header "<|im_start|>assistant\\n" is written by the template (the generation prompt), not by
     the model; <|im_end|> is how the model stops, so it must be trained; tool output never is.
     """
-    # parts of a rendered ChatML message (agentrl_ref.teaching.chat_template): "header" is
+    # parts of a rendered ChatML message (agentrl_ref.teaching.shared.chat_template): "header" is
     # "<|im_start|>{role}\n", "content", "end" is "<|im_end|>", "sep" the "\n" between messages
     return role == "assistant" and part in ("content", "end")
 

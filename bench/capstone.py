@@ -31,10 +31,10 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from agentrl_ref.agent import ABLATIONS, EXTRA_SEEDS, NOTEBOOK_SEED, PAGE_SEEDS, run_ablations, run_sft, train  # noqa: E402
-from agentrl_ref.teaching.capstone import (  # noqa: E402
+from agentrl_ref.teaching.ex7_agent_grpo import (  # noqa: E402
     ABLATION_ZH, cliff_table, comparison_verdicts, fmt, seed_table,
 )
-from agentrl_ref.teaching.md_table import markdown_table  # noqa: E402
+from agentrl_ref.teaching.shared.md_table import markdown_table  # noqa: E402
 
 FIGURES = ROOT / "_build" / "bench"
 PAGE = ROOT / "book" / "ex7_agent_grpo.ipynb"
@@ -108,7 +108,7 @@ def ablations(seeds) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from agentrl_ref.teaching.capstone import plot_cliff, plot_differences, plot_versions
+    from agentrl_ref.teaching.ex7_agent_grpo import plot_cliff, plot_differences, plot_versions
 
     print(f"\n#### Ablations on seeds {', '.join(map(str, seeds))} (each arm: the seed's own SFT, "
           f"then the same short GRPO; load average before: {load()})\n")
@@ -140,7 +140,7 @@ def offpolicy_learning_rate(seeds) -> None:
     "offpolicy_slow"), on the same seeds and SFT weights. If the decoupled objective lost to the behaviour ratio
     because a large learning rate moves the policy far between versions (not the AReaL paper's regime), it should
     stop losing at the smaller one."""
-    from agentrl_ref.teaching.capstone import decoupled_check, offpolicy_details
+    from agentrl_ref.teaching.ex7_agent_grpo import decoupled_check, offpolicy_details
 
     print(f"\n#### Off-policy arms at the page's learning rate and at a quarter of it, seeds "
           f"{', '.join(map(str, seeds))} (load average before: {load()})\n")

@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from agentrl_ref.teaching.answer_forms import ANSWER_FORMS, compare_verifiers, math_verify_equal  # noqa: E402
+from agentrl_ref.teaching.ex2_verifiable_reward.answer_forms import ANSWER_FORMS, compare_verifiers, math_verify_equal  # noqa: E402
 from agentrl_ref.format_reward import format_reward  # noqa: E402
 from agentrl_ref.loss_mask import (  # noqa: E402
     ASSISTANT_ID, ROLES, build_loss_mask_batched, build_loss_mask_batched_from_spans, role_ids_from_spans,

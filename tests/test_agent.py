@@ -21,8 +21,9 @@ from agentrl_ref.agent import (
     VOCAB, GRPOConfig, Parts, Problem, SFTConfig, build_reward_fn, calculator, clipped_pg_loss, collate, demo_episode,
     grpo, make_task, pg_stats, replay, resolve_parts, run_grpo, run_sft, sample_episodes, train,
 )
-from agentrl_ref.teaching.capstone import episode_html
-from agentrl_ref.teaching.seed_rollout_buffer import SeedRolloutBuffer as StudentBuffer  # ex4's class, no max_staleness
+from agentrl_ref.teaching.ex7_agent_grpo import episode_html
+# ex4's class, no max_staleness
+from agentrl_ref.teaching.ex4_async_rollout.seed_rollout_buffer import SeedRolloutBuffer as StudentBuffer
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY_SFT = SFTConfig(steps=30, batch_size=32)
@@ -391,7 +392,7 @@ def test_a_wrong_student_part_changes_the_run_and_the_printout_names_it(tiny_run
     """MY_PARTS reaches the trainer: a sign-flipped group_normalize (a realistic ex6 mistake) changes the curves, and
     the one-line summary printed beside the result names the student's function."""
     from agentrl_ref import group_normalize
-    from agentrl_ref.teaching.capstone import parts_summary
+    from agentrl_ref.teaching.ex7_agent_grpo import parts_summary
 
     def flipped(rewards, group_size):
         return -group_normalize(rewards, group_size)
@@ -468,7 +469,7 @@ def test_figures_are_in_chinese_without_a_missing_glyph_and_the_episode_renders(
     import matplotlib.pyplot as plt
 
     from agentrl_ref.agent import ABLATIONS
-    from agentrl_ref.teaching.capstone import (
+    from agentrl_ref.teaching.ex7_agent_grpo import (
         plot_cliff, plot_differences, plot_schedule, plot_training_curves, plot_versions,
     )
     comparisons = [(n, m, a, b) for n, ab in ABLATIONS.items() for m, a, b in ab.comparisons if m == "accuracy"]
@@ -484,7 +485,7 @@ def test_figures_are_in_chinese_without_a_missing_glyph_and_the_episode_renders(
         texts = [t.get_text() for t in fig.findobj(matplotlib.text.Text) if t.get_text()]
         assert any(any("\u4e00" <= ch <= "\u9fff" for ch in text) for text in texts), texts
         plt.close(fig)
-    from agentrl_ref.teaching.capstone import offpolicy_details
+    from agentrl_ref.teaching.ex7_agent_grpo import offpolicy_details
 
     details = offpolicy_details(tiny_ablations)
     assert details.count("\n- ") == 6  # the lag of every step and five counts under the table

@@ -728,7 +728,7 @@ def test_grading_package_holds_no_answer(assignment, tmp_path):
     root = grading_package(assignment, tmp_path) / "agentrl_ref"
     files = {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
     assert ANSWER_MODULE[assignment] not in files
-    assert "teaching/cloze_snippets.json" not in files
+    assert "teaching/cloze/cloze_snippets.json" not in files
     assert {"__init__.py", "checks/__init__.py", "checks/probes.py"} <= files
     text = "".join((root / f).read_text(encoding="utf-8") for f in files if f.endswith(".py"))
     assert "def clipped_pg_loss" not in text  # exercise 7's answer lives in agent/loss.py only

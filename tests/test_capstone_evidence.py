@@ -20,7 +20,7 @@ from agentrl_ref.agent.ablations import VersionEval, _time_weights
 from agentrl_ref.agent.verdicts import (
     ALPHA, SeedDiff, across_seeds, sign_chance, t_critical, t_two_sided_p, unpaired, unpaired_se,
 )
-from agentrl_ref.teaching.capstone import describe_parts, seed_verdict, origin, parts_summary
+from agentrl_ref.teaching.ex7_agent_grpo import describe_parts, seed_verdict, origin, parts_summary
 
 
 # --- verdicts from fabricated per-seed results: one test per outcome ------------------------------
@@ -185,7 +185,7 @@ def _cliff_runs(pairs):
     ([(0.0, 0.01), (0.0, -0.01)], "完整奖励时它是 0，无从比较大小；2 个种子中符号和完整奖励时相同的有 0 个"),
 ])
 def test_the_cliff_says_how_much_smaller_the_no_std_advantage_is_and_where_its_sign_stays(pairs, says):
-    from agentrl_ref.teaching.capstone_tables import _scaling_line
+    from agentrl_ref.teaching.ex7_agent_grpo.tables import _scaling_line
 
     line = _scaling_line(_cliff_runs(pairs), "cliff_full", "cliff_no_std", 4)
     assert line.startswith("不除以标准差时，调用工具的回答的平均 advantage ") and line.endswith(says + "。"), line
@@ -291,7 +291,7 @@ def test_no_demo_cell_shadows_a_pasted_part_with_the_reference():
 def test_a_students_run_far_from_the_reference_is_told_so_in_one_line():
     from types import SimpleNamespace
 
-    from agentrl_ref.teaching.capstone import reference_line
+    from agentrl_ref.teaching.ex7_agent_grpo import reference_line
     from agentrl_ref.agent.evaluation import EvalResult
 
     def ev(correct):

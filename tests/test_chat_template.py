@@ -1,5 +1,5 @@
-"""agentrl_ref.teaching.chat_template and mask_plots: ChatML rendering, the offline tokenizer, token parts and the
-mask."""
+"""agentrl_ref.teaching.shared.chat_template and mask_plots: ChatML rendering, the offline tokenizer, token parts
+and the mask."""
 from __future__ import annotations
 
 import os
@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import STRICT_WARNINGS
-from agentrl_ref.teaching.chat_template import (
+from agentrl_ref.teaching.shared.chat_template import (
     AGENT_CONVERSATION, IM_END, IM_START, PARTS, ROLES, chatml_tokenizer, loss_mask_from_tokens,
     render_chatml, role_spans_from_tokens, tokenize_chat, tokenizer_fingerprint, train_chatml_tokenizer,
 )
 from agentrl_ref.loss_mask import build_loss_mask, is_trainable, shift_mask_for_clm
-from agentrl_ref.teaching.mask_plots import boundary_table, message_table, token_label
+from agentrl_ref.teaching.ex3_loss_mask.mask_plots import boundary_table, message_table, token_label
 
 pytestmark = STRICT_WARNINGS  # no torch or matplotlib warning on any path (see conftest)
 
@@ -65,7 +65,7 @@ def test_training_is_deterministic_in_process():
 
 
 def test_training_is_deterministic_across_processes():
-    code = ("from agentrl_ref.teaching.chat_template import train_chatml_tokenizer, tokenizer_fingerprint;"
+    code = ("from agentrl_ref.teaching.shared.chat_template import train_chatml_tokenizer, tokenizer_fingerprint;"
             "print(tokenizer_fingerprint(train_chatml_tokenizer()))")
     prints = set()
     for env in ({"TOKENIZERS_PARALLELISM": "true", "RAYON_NUM_THREADS": "2"},
@@ -227,7 +227,7 @@ def test_heatmap_tokens_are_ascii_and_silent(chat):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from agentrl_ref.teaching.mask_plots import plot_mask_heatmap as plot_heatmap
+    from agentrl_ref.teaching.ex3_loss_mask.mask_plots import plot_mask_heatmap as plot_heatmap
 
     mask = loss_mask_from_tokens(chat)
     fig = plot_heatmap(chat, mask, shift_mask_for_clm(mask))

@@ -9,7 +9,7 @@ import tokenize
 import pytest
 
 from grader.publish import cloze_snippets as build  # grader/: cuts the snippets from their sources at `make release`
-from agentrl_ref.teaching import cloze
+from agentrl_ref.teaching.cloze import cards as cloze
 from course import reference_fills
 
 KEYS = [s.key for s in cloze.SNIPPETS]
@@ -254,7 +254,7 @@ def test_widget_blanks_check_refresh_and_reveal():
 
 def test_widget_accepts_titles_and_rejects_unknown_levels():
     pytest.importorskip("ipywidgets")
-    from agentrl_ref.teaching.cloze_widget import ClozeWidget
+    from agentrl_ref.teaching.cloze.widget import ClozeWidget
 
     assert ClozeWidget("格式奖励", seed=1).snippet.key == "format_reward"
     with pytest.raises(ValueError):
@@ -267,6 +267,6 @@ def test_importing_the_widget_module_does_not_import_ipywidgets():
     import subprocess
     import sys
 
-    code = "import sys, agentrl_ref.teaching.cloze_widget; print('ipywidgets' in sys.modules)"
+    code = "import sys, agentrl_ref.teaching.cloze.widget; print('ipywidgets' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from agentrl_ref.teaching import cloze
+from agentrl_ref.teaching.cloze import cards as cloze
 
 SEED = 20250101
 KEYS = [s.key for s in cloze.SNIPPETS]

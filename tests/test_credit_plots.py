@@ -10,7 +10,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from conftest import STRICT_WARNINGS  # noqa: E402
-from agentrl_ref.teaching.credit_plots import (  # noqa: E402
+from agentrl_ref.teaching.ex6_token_credit.credit_plots import (  # noqa: E402
     GAMMAS, LONG_SEGMENTS, STRATEGIES, credit, credit_facts, grpo_group, last_token_returns, long_trajectory,
     plot_outcome_credit, plot_strategies, ppo_style_returns, seed_example, untrained_runs,
 )

@@ -21,11 +21,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib import font_manager  # noqa: E402
 from matplotlib.ft2font import FT2Font  # noqa: E402
 
-from agentrl_ref.teaching import cjk  # noqa: E402
+from agentrl_ref.teaching.shared import cjk  # noqa: E402
 
 
 def _reject_times():
-    from agentrl_ref.teaching.format_compare import plot_reject_times
+    from agentrl_ref.teaching.ex1_format_reward.format_compare import plot_reject_times
 
     lengths = [1000, 2000, 4000, 8000]
     return plot_reject_times({"length": lengths, "seed page": [n * n * 1e-9 for n in lengths],
@@ -33,7 +33,7 @@ def _reject_times():
 
 
 def _verifiers():
-    from agentrl_ref.teaching.verifier_table import plot_verifiers
+    from agentrl_ref.teaching.ex2_verifiable_reward.verifier_table import plot_verifiers
     from test_verifier_table import _comparison
 
     return plot_verifiers([_comparison(True, True, True), _comparison(True, False, True, toy_s=2e-6),
@@ -42,8 +42,8 @@ def _verifiers():
 
 def _mask_heatmap():
     from agentrl_ref.loss_mask import shift_mask_for_clm
-    from agentrl_ref.teaching.chat_template import AGENT_CONVERSATION, loss_mask_from_tokens, tokenize_chat
-    from agentrl_ref.teaching.mask_plots import plot_mask_heatmap
+    from agentrl_ref.teaching.shared.chat_template import AGENT_CONVERSATION, loss_mask_from_tokens, tokenize_chat
+    from agentrl_ref.teaching.ex3_loss_mask.mask_plots import plot_mask_heatmap
 
     chat = tokenize_chat(AGENT_CONVERSATION)
     mask = loss_mask_from_tokens(chat)
@@ -51,27 +51,27 @@ def _mask_heatmap():
 
 
 def _rollouts():
-    from agentrl_ref.teaching.rollout_plots import plot_results
-    from agentrl_ref.teaching.rollout_sim import SimConfig, run_modes
+    from agentrl_ref.teaching.ex4_async_rollout.rollout_plots import plot_results
+    from agentrl_ref.teaching.ex4_async_rollout.rollout_sim import SimConfig, run_modes
 
     return plot_results(run_modes(replace(SimConfig(), n_steps=12, max_staleness=2)),
                         cjk.zh("长尾很重", "Heavy tail"))
 
 
 def _lengths():
-    from agentrl_ref.teaching.length_plots import plot_length_rewards
+    from agentrl_ref.teaching.ex5_composite_reward.length_plots import plot_length_rewards
 
     return plot_length_rewards()
 
 
 def _strategies():
-    from agentrl_ref.teaching.credit_plots import long_trajectory, plot_strategies, seed_example
+    from agentrl_ref.teaching.ex6_token_credit.credit_plots import long_trajectory, plot_strategies, seed_example
 
     return plot_strategies([seed_example(), long_trajectory()])
 
 
 def _outcome_credit():
-    from agentrl_ref.teaching.credit_plots import grpo_group, long_trajectory, plot_outcome_credit
+    from agentrl_ref.teaching.ex6_token_credit.credit_plots import grpo_group, long_trajectory, plot_outcome_credit
 
     group = grpo_group()
     return plot_outcome_credit(group, long_trajectory(), group.advantages[0].item())

@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 from agentrl_ref import format_reward, tag_count_reward
 from agentrl_ref.format_reward import SEED_FORMAT_PATTERN, STRICT_FORMAT_PATTERN, format_reward_regex
-from agentrl_ref.teaching.format_compare import CASES, compare_checkers, degenerate_completion
+from agentrl_ref.teaching.ex1_format_reward.format_compare import CASES, compare_checkers, degenerate_completion
 
 SEED_TABLE = [
     ("<think>Let me compute 2+3</think><answer>5</answer>", 1.0),

@@ -170,7 +170,7 @@ def test_verl_compute_score_refuses_a_component_named_score():
 @pytest.fixture(scope="module")
 def tiny():
     """The page's setup: task, tokenizer, chat template, Qwen2 from a config, SFT warm-up (same seeds)."""
-    from agentrl_ref.teaching.tiny_qwen import (addition_task, corpus, hf_tokenizer, sft_warmup, tiny_qwen,
+    from agentrl_ref.teaching.shared.tiny_qwen import (addition_task, corpus, hf_tokenizer, sft_warmup, tiny_qwen,
                                                 train_tokenizer)
 
     problems = addition_task(seed=0)
@@ -184,7 +184,7 @@ def tiny():
 @pytest.fixture(scope="module")
 def run(tiny, tmp_path_factory):
     """Three GRPOTrainer steps with the course's composite reward, on a copy of the warmed-up model."""
-    from agentrl_ref.teaching.trl_grpo import cpu_grpo_args, run_grpo
+    from agentrl_ref.teaching.frameworks.trl_grpo import cpu_grpo_args, run_grpo
 
     args = cpu_grpo_args(str(tmp_path_factory.mktemp("grpo")), steps=3, seed=0)
     return run_grpo(copy.deepcopy(tiny["model"]), tiny["tokenizer"], tiny["problems"], [trl_composite_reward], args)
@@ -210,7 +210,7 @@ CHATS = {
 
 
 def chats():
-    from agentrl_ref.teaching.chat_template import AGENT_CONVERSATION
+    from agentrl_ref.teaching.shared.chat_template import AGENT_CONVERSATION
 
     return {**CHATS, "one tool call": AGENT_CONVERSATION}
 
@@ -220,7 +220,7 @@ def test_sft_warmup_trains_the_format(tiny):
 
 
 def test_chat_template_renders_what_the_course_renders(tiny):
-    from agentrl_ref.teaching.chat_template import render_chatml
+    from agentrl_ref.teaching.shared.chat_template import render_chatml
 
     tokenizer = tiny["tokenizer"]
     for messages in chats().values():
@@ -232,7 +232,7 @@ def test_chat_template_renders_what_the_course_renders(tiny):
 
 
 def test_mask_identity_on_several_conversations(tiny):
-    from agentrl_ref.teaching.trl_grpo import mask_rows
+    from agentrl_ref.teaching.frameworks.trl_grpo import mask_rows
 
     rows = mask_rows(tiny["tokenizer"], chats(), tiny["model"])
     for row in rows:
@@ -250,7 +250,7 @@ message_text = st.lists(st.sampled_from(list("ab 12+=?.\n{}\"<>/é中") + ["<thi
 @given(st.lists(st.tuples(st.sampled_from(["system", "user", "assistant", "tool"]), message_text), min_size=1,
                 max_size=4))
 def test_mask_identity_on_random_conversations(tiny, messages):
-    from agentrl_ref.teaching.chat_template import role_spans_from_tokens, tokenize_chat
+    from agentrl_ref.teaching.shared.chat_template import role_spans_from_tokens, tokenize_chat
 
     messages = [{"role": r, "content": c} for r, c in messages]
     out = tiny["tokenizer"].apply_chat_template(messages, tokenize=True, return_dict=True,
@@ -265,7 +265,7 @@ def test_mask_identity_on_random_conversations(tiny, messages):
 
 
 def test_straddling_token_marked_by_transformers_refused_by_the_course(tiny):
-    from agentrl_ref.teaching.chat_template import tokenize_chat
+    from agentrl_ref.teaching.shared.chat_template import tokenize_chat
 
     messages = [{"role": "user", "content": "What is 3+5?"},
                 {"role": "assistant", "content": "\n\nLet me think.\n\n\nSo the answer is 8."}]
@@ -283,7 +283,7 @@ def test_straddling_token_marked_by_transformers_refused_by_the_course(tiny):
 
 
 def test_grpo_logged_rewards_are_the_course_functions(run, tiny):
-    from agentrl_ref.teaching.trl_grpo import answers_of, completions_of, reward_rows
+    from agentrl_ref.teaching.frameworks.trl_grpo import answers_of, completions_of, reward_rows
 
     assert len(run.steps) == len(run.batches) == 3
     rows = reward_rows(run, tiny["problems"], seed_reward_fn())
@@ -304,7 +304,7 @@ def test_grpo_advantages_are_group_normalize(run, tiny):
     import torch
 
     from agentrl_ref import group_normalize
-    from agentrl_ref.teaching.trl_grpo import TRL_EPS, advantage_rows
+    from agentrl_ref.teaching.frameworks.trl_grpo import TRL_EPS, advantage_rows
 
     G = run.trainer.args.num_generations
     for row in advantage_rows(run, tiny["problems"], seed_reward_fn(), G):
@@ -321,7 +321,7 @@ def test_grpo_advantages_are_group_normalize(run, tiny):
 def test_grpo_loss_types_are_the_three_aggregations(run):
     import torch
 
-    from agentrl_ref.teaching.trl_grpo import loss_type_rows
+    from agentrl_ref.teaching.frameworks.trl_grpo import loss_type_rows
 
     B = run.batches[0]["advantages"].shape[0]
     for advantages in (None, torch.linspace(-1.0, 2.0, B)):   # the batch's own, and values not summing to 0
@@ -334,7 +334,7 @@ def test_grpo_loss_types_are_the_three_aggregations(run):
 
 def test_grpo_with_plain_text_prompts(tiny, tmp_path):
     """Plain prompts (the ChatML text up to the generation prompt): TRL passes completions as str."""
-    from agentrl_ref.teaching.trl_grpo import completions_of, cpu_grpo_args, reward_rows, run_grpo
+    from agentrl_ref.teaching.frameworks.trl_grpo import completions_of, cpu_grpo_args, reward_rows, run_grpo
 
     args = cpu_grpo_args(str(tmp_path), steps=1, seed=1)
     seen = []
@@ -391,7 +391,7 @@ def test_the_gpu_script_uses_real_argument_names_and_the_pins_it_was_checked_aga
 
 NO_NETWORK = r"""
 import os, socket, sys
-from agentrl_ref.teaching.tiny_qwen import HF_OFFLINE
+from agentrl_ref.teaching.shared.tiny_qwen import HF_OFFLINE
 assert not set(HF_OFFLINE) & set(os.environ), "the offline variables must be unset here"
 import huggingface_hub.constants, transformers, trl, datasets  # they read the variables now: online mode
 assert not huggingface_hub.constants.HF_HUB_OFFLINE and not huggingface_hub.constants.HF_HUB_DISABLE_TELEMETRY
@@ -402,8 +402,10 @@ def refuse(*args, **kwargs):
 socket.socket.connect = socket.socket.connect_ex = refuse
 socket.create_connection = socket.getaddrinfo = refuse
 from agentrl_ref.frameworks import trl_composite_reward
-from agentrl_ref.teaching.tiny_qwen import addition_task, corpus, hf_tokenizer, sft_warmup, tiny_qwen, train_tokenizer
-from agentrl_ref.teaching.trl_grpo import cpu_grpo_args, run_grpo
+from agentrl_ref.teaching.shared.tiny_qwen import (
+    addition_task, corpus, hf_tokenizer, sft_warmup, tiny_qwen, train_tokenizer,
+)
+from agentrl_ref.teaching.frameworks.trl_grpo import cpu_grpo_args, run_grpo
 problems = addition_task()
 tok = train_tokenizer(corpus(problems))
 tokenizer = hf_tokenizer(tok)
@@ -425,7 +427,7 @@ assert not attempts, attempts
 def test_nothing_reaches_the_network_with_the_offline_variables_unset(tmp_path):
     """The page's machinery and the GPU script's CPU smoke mode (book/scripts/trl_grpo_gsm8k.py --smoke: the same
     script as the GPU run, a tiny local model, two steps), with every socket refused."""
-    from agentrl_ref.teaching.tiny_qwen import HF_OFFLINE
+    from agentrl_ref.teaching.shared.tiny_qwen import HF_OFFLINE
 
     # CI=1 alone would stop TRL's telemetry ping (.ci/run sets it): unset too, with the other opt-outs
     opt_outs = set(HF_OFFLINE) | {"CI", "DISABLE_TELEMETRY", "DO_NOT_TRACK"}

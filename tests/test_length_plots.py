@@ -4,7 +4,7 @@ import math
 import pytest
 
 from agentrl_ref.composite_reward import seed_reward_fn
-from agentrl_ref.teaching.length_plots import (
+from agentrl_ref.teaching.ex5_composite_reward.length_plots import (
     CURVE_LABELS_ZH, CURVES, LOG_EXAMPLES, dapo_reward, length_curves, log_markdown_table, plot_length_rewards,
     reward_log_rows, unclamped_cosine, values_table,
 )

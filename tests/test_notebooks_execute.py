@@ -14,7 +14,7 @@ import pytest
 from course import ASSIGNMENTS, KEEP_OUTPUTS, ROOT, SOURCE
 
 CAPSTONE = "ex7_agent_grpo"
-MEASURED_TAG = "measured"  # a cell whose every output comes from a clock (agentrl_ref.teaching.progress)
+MEASURED_TAG = "measured"  # a cell whose every output comes from a clock (agentrl_ref.teaching.shared.progress)
 PAGE = ROOT / "book" / f"{CAPSTONE}.ipynb"
 
 
@@ -62,7 +62,7 @@ def test_the_capstone_page_runs_clean(capstone_page):
 def _deterministic_outputs(cell) -> list:
     """What a cell printed and displayed, without the displays marked as measured (their metadata) and without
     execution counts."""
-    from agentrl_ref.teaching.progress import MEASURED
+    from agentrl_ref.teaching.shared.progress import MEASURED
 
     out = []
     for o in cell.outputs:

@@ -114,7 +114,7 @@ def test_site_works_from_its_folder_over_file_urls(rel, built_site, browser):
                else (outside.append(route.request.url), route.abort()))
     page.goto((built_site / rel).as_uri(), wait_until="load")
     if rel == "book/cloze.html":
-        from agentrl_ref.teaching.cloze import SNIPPETS
+        from agentrl_ref.teaching.cloze.cards import SNIPPETS
 
         assert page.locator(".cloze-card.cloze-ready").count() == len(SNIPPETS)
     else:

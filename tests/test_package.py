@@ -30,7 +30,7 @@ import pytest
 from packaging.requirements import Requirement
 
 from grader.publish import release
-from agentrl_ref.teaching import cloze
+from agentrl_ref.teaching.cloze import cards as cloze
 from course import ASSIGNMENTS, KEEP_OUTPUTS, ROOT, filled, reference_fills
 
 COMPONENTS = {"format_reward.py", "verifiable_reward.py", "loss_mask.py", "rollout_buffer.py",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 
 
-from agentrl_ref.teaching.queue_bench import backpressure_demo, drain_cost
-from agentrl_ref.teaching.seed_rollout_buffer import SeedRolloutBuffer, seed_traps
+from agentrl_ref.teaching.ex4_async_rollout.queue_bench import backpressure_demo, drain_cost
+from agentrl_ref.teaching.ex4_async_rollout.seed_rollout_buffer import SeedRolloutBuffer, seed_traps
 
 
 def test_e11_neither_way_of_draining_ready_items_switches_coroutines():
@@ -17,7 +17,7 @@ def test_e11_neither_way_of_draining_ready_items_switches_coroutines():
 
 
 def test_e11_switch_counter_does_count_real_switches():
-    from agentrl_ref.teaching.queue_bench import _switches
+    from agentrl_ref.teaching.ex4_async_rollout.queue_bench import _switches
 
     async def yields_three_times():
         for _ in range(3):

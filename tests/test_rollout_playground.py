@@ -11,8 +11,8 @@ import pytest
 
 matplotlib.use("Agg")
 
-from agentrl_ref.teaching.rollout_playground import BOTH, OFF, RolloutPlayground  # noqa: E402
-from agentrl_ref.teaching.rollout_sim import SimConfig  # noqa: E402
+from agentrl_ref.teaching.ex4_async_rollout.rollout_playground import BOTH, OFF, RolloutPlayground  # noqa: E402
+from agentrl_ref.teaching.ex4_async_rollout.rollout_sim import SimConfig  # noqa: E402
 from course import KEEP_OUTPUTS, execution_time  # noqa: E402
 
 
@@ -147,8 +147,8 @@ def test_displays_as_a_widget_box(playground):
     assert "Button" in children and "IntProgress" in children and "Output" in children
 
 
-SHOW_PLAYGROUND = ("from agentrl_ref.teaching.rollout_playground import RolloutPlayground\n"
-                   "from agentrl_ref.teaching.rollout_sim import SimConfig\n"
+SHOW_PLAYGROUND = ("from agentrl_ref.teaching.ex4_async_rollout.rollout_playground import RolloutPlayground\n"
+                   "from agentrl_ref.teaching.ex4_async_rollout.rollout_sim import SimConfig\n"
                    "pg = RolloutPlayground(SimConfig(n_steps=20))\npg")
 
 

@@ -8,8 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from agentrl_ref.teaching import rollout_sim
-from agentrl_ref.teaching.rollout_sim import (
+from agentrl_ref.teaching.ex4_async_rollout import rollout_sim
+from agentrl_ref.teaching.ex4_async_rollout.rollout_sim import (
     SimConfig, SimulationDeadlock, VirtualClockLoop, comparison_table, run_modes, simulate,
 )
 
@@ -148,7 +148,7 @@ def test_plots_draw_every_panel():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from agentrl_ref.teaching.rollout_plots import plot_results
+    from agentrl_ref.teaching.ex4_async_rollout.rollout_plots import plot_results
 
     fig = plot_results(run_modes(replace(SimConfig(), n_steps=20, max_staleness=2)), "title")
     try:

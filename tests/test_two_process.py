@@ -339,7 +339,7 @@ def test_the_throughput_section_measures_every_setting_and_evaluates_every_versi
     import matplotlib.pyplot as plt
 
     from agentrl_ref.agent import measure_throughput
-    from agentrl_ref.teaching.capstone import plot_timeline, plot_wall_versions, throughput_table
+    from agentrl_ref.teaching.ex7_agent_grpo import plot_timeline, plot_wall_versions, throughput_table
 
     cfg = GRPOConfig(steps=3, prompts_per_step=8, group_size=4)
     real = measure_throughput(start, staleness=(0, 2), base=cfg)

@@ -8,7 +8,7 @@ from fractions import Fraction
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from agentrl_ref.teaching.answer_forms import ANSWER_FORMS, compare_verifiers
+from agentrl_ref.teaching.ex2_verifiable_reward.answer_forms import ANSWER_FORMS, compare_verifiers
 from agentrl_ref import verifiable_reward as vr
 from agentrl_ref.verifiable_reward import MAX_DIGITS, accuracy_reward, extract_boxed_answer, normalize_to_fraction
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from agentrl_ref.teaching.answer_forms import ANSWER_FORMS, AnswerForm, VerifierComparison
-from agentrl_ref.teaching.verifier_table import (
+from agentrl_ref.teaching.ex2_verifiable_reward.answer_forms import ANSWER_FORMS, AnswerForm, VerifierComparison
+from agentrl_ref.teaching.ex2_verifiable_reward.verifier_table import (
     SEED_AND_TRAPS, WARM_UP, forms_table, plot_verifiers, run_comparison, seed_accuracy_reward, seed_answer_table,
     summary_table, verifier_summary,
 )
@@ -90,7 +90,7 @@ def test_run_comparison_keeps_the_row_order():
 def test_plot_verifiers_draws_without_warnings():
     import warnings
 
-    from agentrl_ref.teaching.cjk import cjk_font, zh
+    from agentrl_ref.teaching.shared.cjk import cjk_font, zh
 
     import matplotlib
 
@@ -110,7 +110,7 @@ def test_plot_verifiers_draws_without_warnings():
 
 def test_tables_are_chinese_and_cite_no_errata():
     """The tables sit on a Chinese page: every note has a Chinese label, and no cell cites the maintainers' ERRATA."""
-    from agentrl_ref.teaching.verifier_table import NOTE_ZH, REFERENCE_NAME
+    from agentrl_ref.teaching.ex2_verifiable_reward.verifier_table import NOTE_ZH, REFERENCE_NAME
 
     assert {f.note for f in ANSWER_FORMS} <= set(NOTE_ZH)
     rows = [_comparison(True, True, True)._replace(note=ANSWER_FORMS[10].note)]

@@ -6,7 +6,7 @@
                      format_reward=my_format_reward)   # ... and their ex1-ex6 functions
     run = train(seed=0, parts=MY_PARTS)                # SFT, evaluation, GRPO, evaluation
 
-What the page shows (tables, verdict sentences, plots, progress lines) is agentrl_ref.teaching.capstone.
+What the page shows (tables, verdict sentences, plots, progress lines) is agentrl_ref.teaching.ex7_agent_grpo.
 One small file per idea, each below the ones that use it:
     vocab.py      the fixed vocabulary (one token per role marker, tag, digit, operator)
     task.py       the multiplication task, the calculator tool, held-out problems

@@ -113,7 +113,7 @@ class Ablations:
         time_accuracy: per problem, the newest published version's correctness averaged over the simulated time
         both arms trained (time_averaged); start_tool_rate: arm b's own tool-call rate before against after GRPO;
         sim_seconds: computed by the cost model (SE 0: nothing sampled); anything else: ArmRun.summary[metric]
-        (one number per seed, no SE: teaching/capstone_verdicts.seed_verdict gives no verdict for it).
+        (one number per seed, no SE: teaching/ex7_agent_grpo/verdicts.seed_verdict gives no verdict for it).
         """
         if metric in PER_PROBLEM:
             return paired(self.seeds, [PER_PROBLEM[metric](r.after) for r in self.runs_of(a)],

@@ -2,7 +2,7 @@
 
     cmp = paired(seeds, a_per_seed, b_per_seed)   # per seed: per-problem values of arm A and arm B
     test = across_seeds(cmp)                      # mean difference, its standard error, t and p
-    (teaching/capstone_verdicts.py makes a SeedVerdict of them: its kind and one Chinese sentence, never typed)
+    (teaching/ex7_agent_grpo/verdicts.py makes a SeedVerdict of them: its kind and one Chinese sentence, never typed)
 
 Two kinds of noise are in a seed's difference b - a:
 - evaluation noise: which held-out problems, which samples. Both arms of a seed are evaluated on the same problems,

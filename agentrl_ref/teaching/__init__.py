@@ -1,8 +1,22 @@
-"""What the course pages show, built on the six components: plots, tables, simulations, the playground and
-cloze widgets, reproductions of the original page's answers (to show where they go wrong), the answer-forms
-data, the cloze snippets `make release` cuts from the exercises' answers (cloze_snippets.json), and what the
-capstone's page shows of the engine in agentrl_ref.agent (capstone.py: tables, verdicts, plots, progress lines).
+"""What the course pages show, built on the components: one room per page, and one shared room.
 
-Nothing here is imported by a component. Plotting and widget libraries are imported by the modules that
-need them, when they are used.
+    shared/                 what several pages use: cjk (Chinese in figures), md_table (executed tables), progress
+                            (live lines, measured times), chat_template (ChatML and the course's tokenizer: exercise 3
+                            and the frameworks page), tiny_qwen (a tiny Qwen2 chat model with a trained byte-level BPE)
+    ex1_format_reward/      exercise 1's page: other format checks, how long they take to reject
+    ex2_verifiable_reward/  exercise 2's page: the answer-forms table, the reference verifier vs math-verify
+    ex3_loss_mask/          exercise 3's page: the loss mask over real tokens (figure and table)
+    ex4_async_rollout/      exercise 4's page: the simulated rollout clock, its plots and playground, the queue
+                            measurement, the seed page's buffer
+    ex5_composite_reward/   exercise 5's page: length-shaped rewards side by side
+    ex6_token_credit/       exercise 6's page: one sequence reward becomes per-token credit
+    ex7_agent_grpo/         the capstone's page, in one import (its __init__): tables, verdicts, plots, an episode as
+                            HTML; the engine itself is agentrl_ref.agent, which never imports this
+    cloze/                  the random-cloze practice (book/cloze.md and the JupyterLab widget) and its cards, which
+                            `make release` cuts from the exercises' answers (cloze/cloze_snippets.json)
+    frameworks/             the frameworks page (book/frameworks.md): TRL's GRPOTrainer on the tiny model
+
+A page's room imports the shared room, the components and the engine, and another page's room only where that page
+reuses what it shows (the capstone colours tokens with exercise 3's colours). Nothing here is imported by a component.
+Plotting and widget libraries are imported by the modules that need them, when they are used.
 """

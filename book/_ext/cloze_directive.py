@@ -1,4 +1,4 @@
-"""The `cloze` directive: one MLM practice card, built from agentrl_ref.teaching.cloze at build time.
+"""The `cloze` directive: one MLM practice card, built from agentrl_ref.teaching.cloze.cards at build time.
 
     ```{cloze} format_reward
     ```
@@ -31,7 +31,7 @@ def _source_label(snippet) -> str:
 
 
 def card_html(key: str) -> str:
-    from agentrl_ref.teaching import cloze
+    from agentrl_ref.teaching.cloze import cards as cloze
 
     snippet = cloze.get_snippet(key)
     data = cloze.export_snippet(snippet)
@@ -51,7 +51,7 @@ def card_html(key: str) -> str:
 
 def _source_files(key: str) -> list[Path]:
     """What the card is made of: the cloze module and the snippets `make release` cut into the package."""
-    from agentrl_ref.teaching import cloze
+    from agentrl_ref.teaching.cloze import cards as cloze
 
     return [Path(cloze.__file__), cloze.DATA]
 

@@ -9,7 +9,7 @@ So the cache lives in a folder named after a fingerprint of everything else the 
 the files under `execution_cache_sources` (by default agentrl_ref/, requirements.txt and
 pyproject.toml, relative to the book's root), the Python version, the course's AGENTRL_* environment
 variables (AGENTRL_CAPSTONE_SEEDS changes what the capstone page runs) and the CJK font the figures can use
-(installing one turns their text Chinese: agentrl_ref/teaching/cjk.py). A new fingerprint means a new,
+(installing one turns their text Chinese: agentrl_ref/teaching/shared/cjk.py). A new fingerprint means a new,
 empty cache, and the folders of older fingerprints are deleted. Set on `config-inited`, before
 myst-nb reads nb_execution_cache_path (on `builder-inited`).
 """
@@ -38,7 +38,7 @@ def _files(path: Path):
 
 def fingerprint(root: Path, sources) -> str:
     """sha256 over the Python version, the AGENTRL_* variables, the CJK font and every source file's path and bytes."""
-    from agentrl_ref.teaching.cjk import cjk_font
+    from agentrl_ref.teaching.shared.cjk import cjk_font
 
     digest = hashlib.sha256(f"python {platform.python_version()}\n".encode())
     digest.update(f"cjk font {cjk_font()}\n".encode())  # figures draw Chinese text only with one (cjk.zh)

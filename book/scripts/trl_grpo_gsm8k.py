@@ -74,10 +74,10 @@ def gsm8k():
 
 def smoke_setup(folder: str):
     """CPU 冒烟模式的 (模型路径, 数据集, 设置)：一个小 Qwen2 和它的分词器存进 folder（课程的
-    agentrl_ref.teaching.tiny_qwen，和页面上一样），数据是 SMOKE_PROBLEMS，小 batch 训练两步。"""
+    agentrl_ref.teaching.shared.tiny_qwen，和页面上一样），数据是 SMOKE_PROBLEMS，小 batch 训练两步。"""
     from datasets import Dataset
 
-    from agentrl_ref.teaching.tiny_qwen import addition_task, corpus, hf_tokenizer, tiny_qwen, train_tokenizer
+    from agentrl_ref.teaching.shared.tiny_qwen import addition_task, corpus, hf_tokenizer, tiny_qwen, train_tokenizer
 
     texts = [SYSTEM] + [q + " " + a for q, a in SMOKE_PROBLEMS]
     tokenizer = hf_tokenizer(train_tokenizer(corpus(addition_task()) + texts * 5))
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     with contextlib.ExitStack() as stack:
         settings = dict(SETTINGS)
         if args.smoke:
-            from agentrl_ref.teaching.tiny_qwen import hf_offline
+            from agentrl_ref.teaching.shared.tiny_qwen import hf_offline
 
             stack.enter_context(hf_offline())  # 不下载任何东西，也不向 Hub 发使用统计
             model, dataset, overrides = smoke_setup(stack.enter_context(tempfile.TemporaryDirectory()))
@@ -118,7 +118,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
         from trl import GRPOConfig, GRPOTrainer
 
         from agentrl_ref.frameworks import trl_composite_reward
-        from agentrl_ref.teaching.trl_grpo import quiet_transformers  # 只压下 trl 1.16 自己触发的 FutureWarning
+        # 只压下 trl 1.16 自己触发的 FutureWarning
+        from agentrl_ref.teaching.frameworks.trl_grpo import quiet_transformers
 
         dataset = dataset.map(to_prompt, remove_columns=dataset.column_names)
         with quiet_transformers():

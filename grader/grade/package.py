@@ -17,12 +17,13 @@ PACKAGE = Path(agentrl_ref.__file__).resolve().parent
 
 # What of agentrl_ref an assignment's grading kernel may import, besides agentrl_ref/__init__.py and
 # agentrl_ref/checks/ (the visible tests and probes). Never the assignment's own answer: no component
-# module it asks for, nothing that contains a copy of it (teaching/cloze_snippets.json holds every
+# module it asks for, nothing that contains a copy of it (teaching/cloze/cloze_snippets.json holds every
 # answer, agent/loss.py is exercise 7's). What an assignment is given as input may be there (exercise 5
 # combines exercise 1's and 2's rewards; exercise 7 trains with all six components).
 SIX = ["format_reward.py", "verifiable_reward.py", "loss_mask.py", "rollout_buffer.py", "composite_reward.py",
        "token_credit.py"]
-CHAT = ["teaching/__init__.py", "teaching/chat_template.py", "teaching/mask_plots.py", "teaching/md_table.py"]
+CHAT = ["teaching/__init__.py", "teaching/shared/chat_template.py", "teaching/ex3_loss_mask/mask_plots.py",
+        "teaching/shared/md_table.py"]
 GIVEN_MODULES: dict[str, list[str]] = {
     "ex1_format_reward": [],
     "ex2_verifiable_reward": [],
@@ -32,7 +33,7 @@ GIVEN_MODULES: dict[str, list[str]] = {
     "ex6_token_credit": [],
     "ex7_agent_grpo": SIX + CHAT + ["agent/*.py", "!agent/loss.py"],
 }
-NEVER = {"teaching/cloze_snippets.json"}
+NEVER = {"teaching/cloze/cloze_snippets.json"}
 
 
 def grading_package(assignment: str, dest: Path, package: Path = PACKAGE) -> Path:

@@ -1,9 +1,9 @@
-"""Build time: the cloze snippets of agentrl_ref.teaching.cloze, cut from their sources.
+"""Build time: the cloze snippets of agentrl_ref.teaching.cloze.cards, cut from their sources.
 
 A snippet shows real code: the solution cells of an instructor notebook (grader/source/<a>/<a>.ipynb)
 or a module of agentrl_ref, made compact by dropping comments (the `# BLANK` markers with them) and
 docstrings, nothing else. `make release` writes the result into the package
-(agentrl_ref/teaching/cloze_snippets.json), so the installed package never reads grader/ at run
+(agentrl_ref/teaching/cloze/cloze_snippets.json), so the installed package never reads grader/ at run
 time; tests/test_release.py fails when that file drifts from the sources.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ import tokenize
 from importlib import import_module
 from pathlib import Path
 
-from agentrl_ref.teaching.cloze import SNIPPETS, Snippet
+from agentrl_ref.teaching.cloze.cards import SNIPPETS, Snippet
 from grader.course import GRADER
 
 COURSE_SOURCE = GRADER / "source"

@@ -6,7 +6,7 @@
                                  and test cells tagged skip-execution so the site never shows a
                                  NameError from `_____`
     plus book/socratic.md (every notebook's 苏格拉底时刻) and the cloze cards' code,
-    agentrl_ref/teaching/cloze_snippets.json (cloze_snippets.py)
+    agentrl_ref/teaching/cloze/cloze_snippets.json (cloze_snippets.py)
 
 nbgrader runs in a temporary copy of the course, so releasing never touches the
 instructor's gradebook. Usage: python -m grader release [--out DIR] [assignment ...]
@@ -28,7 +28,7 @@ import nbformat
 from grader.course import GRADER, ROOT, assignments, copy_course, nbgrader_env
 from grader.publish import cloze_snippets
 
-CLOZE_DATA = Path("agentrl_ref") / "teaching" / "cloze_snippets.json"  # the cloze cards, cut from the answers
+CLOZE_DATA = Path("agentrl_ref") / "teaching" / "cloze" / "cloze_snippets.json"  # the cloze cards, cut from the answers
 ANSWER_TAG = "answer"
 SKIP_TAG = "skip-execution"
 REMOVE_TAG = "remove-cell"  # myst-nb: run, not shown

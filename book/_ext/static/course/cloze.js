@@ -1,8 +1,8 @@
 /* MLM 代码训练模式: random cloze practice on the static site (no kernel, no framework, no CDN).
  *
  * Each card's data (the snippet cut into gaps and maskable tokens, and the number of blanks per
- * level) is written into the page at build time by agentrl_ref/teaching/cloze.py through the Sphinx
- * extension in book/_ext. The PRNG and the blank choice below mirror agentrl_ref/teaching/cloze.py bit for
+ * level) is written into the page at build time by agentrl_ref/teaching/cloze/cards.py through the Sphinx
+ * extension in book/_ext. The PRNG and the blank choice below mirror agentrl_ref/teaching/cloze/cards.py bit for
  * bit, so the same seed hides the same tokens here and in the JupyterLab widget.
  *
  * URL parameters: ?seed=<uint32> fixes the first seed of every card, ?level=<name> the level.

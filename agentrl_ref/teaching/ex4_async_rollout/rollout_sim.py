@@ -28,7 +28,7 @@ import threading
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
-from agentrl_ref.teaching.md_table import markdown_table
+from agentrl_ref.teaching.shared.md_table import markdown_table
 from agentrl_ref.rollout_buffer import VERSION_KEY, AsyncRolloutBuffer
 
 MODES = ("sync", "async")

@@ -104,7 +104,7 @@ def plot_strategies(trajectories: Sequence[Trajectory], seq_reward: float = 1.0)
     """Rows: the three strategies; columns: the trajectories. Grey = untrained (mask 0) tokens."""
     import matplotlib.pyplot as plt
 
-    from agentrl_ref.teaching.cjk import zh
+    from agentrl_ref.teaching.shared.cjk import zh
 
     colors = {"last token": "tab:blue", "uniform": "tab:orange", "KL-weighted": "tab:green"}
     widths = [max(len(t.mask), 12) for t in trajectories]
@@ -200,7 +200,7 @@ def plot_outcome_credit(group: Group, traj: Trajectory, advantage: float, beta: 
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from agentrl_ref.teaching.cjk import zh
+    from agentrl_ref.teaching.shared.cjk import zh
 
     fig, (ax_a, ax_b, ax_c) = plt.subplots(3, 1, figsize=(10, 10.5), dpi=110)
 

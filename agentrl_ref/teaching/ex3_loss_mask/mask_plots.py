@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import math
 
-from agentrl_ref.teaching.chat_template import TokenizedChat
-from agentrl_ref.teaching.md_table import markdown_table
+from agentrl_ref.teaching.shared.chat_template import TokenizedChat
+from agentrl_ref.teaching.shared.md_table import markdown_table
 
 # role colours double as text colours on MASK_COLORS[0]: each has a contrast of at least 4.5:1 there
 ROLE_COLORS = {"system": "#595959", "user": "#146a31", "assistant": "#1f4fbf", "tool": "#9e4900"}
@@ -44,7 +44,7 @@ def plot_mask_heatmap(chat: TokenizedChat, mask: list[int], shifted: list[int], 
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Patch
 
-    from agentrl_ref.teaching.cjk import zh
+    from agentrl_ref.teaching.shared.cjk import zh
 
     n = len(chat)
     if len(mask) != n or len(shifted) != n - 1:
@@ -128,7 +128,7 @@ def boundary_table(chat: TokenizedChat, mask: list[int], shifted: list[int], mes
 
 def message_table(chat: TokenizedChat, mask: list[int]) -> str:
     """Markdown table, one row per message: its role, how many tokens each part has, how many are trained."""
-    from agentrl_ref.teaching.chat_template import PARTS
+    from agentrl_ref.teaching.shared.chat_template import PARTS
 
     rows = []
     for index in range(max(chat.message, default=-1) + 1):

@@ -111,7 +111,7 @@ def plot_differences(abl, comparisons, far: float = 0.3):
     readable."""
     import matplotlib.pyplot as plt
 
-    from agentrl_ref.teaching.capstone_tables import ABLATION_ZH, ARM_ZH
+    from agentrl_ref.teaching.ex7_agent_grpo.tables import ABLATION_ZH, ARM_ZH
 
     rows = [(name, a, b, abl.compare(a, b, metric)) for name, metric, a, b in comparisons]
     near = [100 * (abs(d.diff) + 2 * (d.se or 0.0)) for *_, diffs in rows for d in diffs if abs(d.diff) <= far]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 
 from agentrl_ref.agent.arms import ARMS
-from agentrl_ref.teaching.md_table import markdown_table
+from agentrl_ref.teaching.shared.md_table import markdown_table
 
 BEFORE_AFTER_ROWS = (
     ("准确率（采样，T=1）", "sampled", "accuracy", "pct"),
@@ -44,7 +44,7 @@ ARM_ZH = {arm: spec.label.removeprefix("短 SFT，") for arm, spec in ARMS.items
 REFERENCE_ZH = {("tool_mask", "baseline"): "屏蔽 tool 结果（默认）", ("cosine", "baseline"): "cosine 项开（默认）",
                 ("credit", "baseline"): "广播到每个训练 token（默认）",
                 ("loss_agg", "baseline"): "整批 token 平均（默认）"}
-# metric -> (Chinese name, unit of capstone_verdicts.seed_verdict)
+# metric -> (Chinese name, unit of verdicts.seed_verdict)
 METRICS = {"accuracy": ("留出集准确率", "pct"), "tool_rate": ("GRPO 之后的工具调用率", "pct"),
            "response_tokens": ("平均回复 token 数", "num"), "answer_chars": ("答对时最终回答的字符数", "num"),
            "sim_seconds": ("模拟用时", "s"),

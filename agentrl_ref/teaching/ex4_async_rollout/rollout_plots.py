@@ -2,14 +2,14 @@
 
     fig = plot_results(run_modes(SimConfig()))       # sync and async side by side in every panel
 
-Every number drawn comes from agentrl_ref.teaching.rollout_sim results. Text in figures is Chinese where a CJK font
-is installed, English elsewhere (cjk.zh).
+Every number drawn comes from rollout_sim's results (this room). Text in figures is Chinese where a CJK font is
+installed, English elsewhere (cjk.zh).
 """
 from __future__ import annotations
 
 import bisect
 
-from agentrl_ref.teaching.rollout_sim import SimResult
+from agentrl_ref.teaching.ex4_async_rollout.rollout_sim import SimResult
 
 COLORS = {"sync": "#d1495b", "async": "#00798c"}
 FALLBACK_COLORS = ["#edae49", "#30638e", "#66a182", "#8d96a3"]
@@ -33,7 +33,7 @@ def plot_results(results: dict[str, SimResult], title: str | None = None):
     MODE_NAMES). A title with Chinese text should come from cjk.zh, like every text here."""
     import matplotlib.pyplot as plt
 
-    from agentrl_ref.teaching.cjk import zh
+    from agentrl_ref.teaching.shared.cjk import zh
 
     names = {label: zh(*MODE_NAMES.get(label, (label, label))) for label in results}
     labels = list(results)

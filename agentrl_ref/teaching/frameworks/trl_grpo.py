@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from agentrl_ref.teaching.tiny_qwen import Problem, hf_offline
+from agentrl_ref.teaching.shared.tiny_qwen import Problem, hf_offline
 
 AGGREGATIONS = ("seq-mean-token-mean", "token-mean", "seq-mean-token-sum-norm")
 # TRL 1.16 loss_type -> the aggregation it uses (names as verl's loss_agg_mode); one process, no accumulation
@@ -72,7 +72,7 @@ def dataset_of(problems: Sequence[Problem], conversational: bool = True):
     with hf_offline():
         from datasets import Dataset
 
-    from agentrl_ref.teaching.chat_template import render_chatml
+    from agentrl_ref.teaching.shared.chat_template import render_chatml
 
     def prompt(p: Problem):
         return p.prompt if conversational else render_chatml(p.prompt)[0] + "<|im_start|>assistant\n"
@@ -249,7 +249,7 @@ def mask_rows(tokenizer, conversations: dict[str, list[dict]], model=None) -> li
     import torch.nn.functional as F
 
     from agentrl_ref.loss_mask import build_loss_mask, shift_mask_for_clm
-    from agentrl_ref.teaching.chat_template import role_spans_from_tokens, tokenize_chat
+    from agentrl_ref.teaching.shared.chat_template import role_spans_from_tokens, tokenize_chat
 
     rows = []
     for name, messages in conversations.items():

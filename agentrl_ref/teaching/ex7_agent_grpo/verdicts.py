@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from agentrl_ref.agent.arms import ABLATION_SPECS
 from agentrl_ref.agent.verdicts import ALPHA, NOISE_Z, AcrossSeeds, SeedDiff, across_seeds, sign_chance
-from agentrl_ref.teaching.capstone_tables import METRICS, arm_zh
+from agentrl_ref.teaching.ex7_agent_grpo.tables import METRICS, arm_zh
 
 
 @dataclass(frozen=True)

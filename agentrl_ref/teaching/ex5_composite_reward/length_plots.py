@@ -13,7 +13,7 @@ import math
 from typing import Callable
 
 from agentrl_ref.composite_reward import cosine_scaled, soft_overlong_punishment
-from agentrl_ref.teaching.md_table import markdown_table
+from agentrl_ref.teaching.shared.md_table import markdown_table
 
 # (value at L = 0, value at L = max_len). open-r1's function defaults are min/max_value_correct =
 # 0.5/1.0 and min/max_value_wrong = -1.0/-0.5; for wrong answers it swaps the pair, so short wrong
@@ -86,7 +86,7 @@ def plot_length_rewards(curves: dict[str, list[float]] | None = None):
     """Two panels over L / max_len: the cosine rewards (course vs open-r1) and DAPO's linear punishment."""
     import matplotlib.pyplot as plt
 
-    from agentrl_ref.teaching.cjk import zh
+    from agentrl_ref.teaching.shared.cjk import zh
 
     curves = curves or length_curves()
     x = curves["ratio"]

@@ -6,9 +6,9 @@ import statistics
 
 from agentrl_ref.agent.parts import reference_part
 from agentrl_ref.agent.vocab import ANSWER_CLOSE as END
-from agentrl_ref.teaching.capstone_tables import fmt
-from agentrl_ref.teaching.capstone_verdicts import comparison_verdicts
-from agentrl_ref.teaching.md_table import markdown_table
+from agentrl_ref.teaching.ex7_agent_grpo.tables import fmt
+from agentrl_ref.teaching.ex7_agent_grpo.verdicts import comparison_verdicts
+from agentrl_ref.teaching.shared.md_table import markdown_table
 
 
 def _history_mean(run, key: str) -> float:
@@ -88,7 +88,7 @@ def credit_details(abl) -> tuple[str, str | None]:
 
 def largest_gap(abl, comparisons) -> str:
     """Which accuracy comparison differs most, averaged over the seeds."""
-    from agentrl_ref.teaching.capstone_tables import ABLATION_ZH, ARM_ZH
+    from agentrl_ref.teaching.ex7_agent_grpo.tables import ABLATION_ZH, ARM_ZH
 
     gaps = {(name, a, b): sum(abs(d.diff) for d in abl.compare(a, b)) / len(abl.seeds) for name, _, a, b in comparisons}
     name, a, b = max(gaps, key=gaps.get)
@@ -138,7 +138,7 @@ def offpolicy_details(abl, last_steps: int = 4) -> str:
     better than the weights trained on them."""
     from agentrl_ref.agent.arms import ABLATIONS
     from agentrl_ref.agent.grpo_config import DECOUPLED_WEIGHT_CAP
-    from agentrl_ref.teaching.capstone_tables import ARM_ZH
+    from agentrl_ref.teaching.ex7_agent_grpo.tables import ARM_ZH
 
     arms = ABLATIONS["offpolicy"].arms
 

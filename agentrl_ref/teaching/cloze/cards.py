@@ -1,7 +1,7 @@
 """Random cloze practice ("MLM 代码训练模式"): hide random tokens of a compact snippet, recall them.
 
 One definition serves both front ends, the static site's JavaScript (book/_ext/static/course/cloze.js,
-fed at build time with `export()`) and the JupyterLab widget (agentrl_ref.teaching.cloze_widget):
+fed at build time with `export()`) and the JupyterLab widget (agentrl_ref.teaching.cloze.widget):
 
 - a snippet is real code: the solution cell(s) of an instructor notebook or a module of agentrl_ref,
   made compact by dropping comments (the `# BLANK` markers with them) and docstrings, nothing else.

@@ -1,6 +1,6 @@
-"""Exercise 4's playground: ipywidgets controls around agentrl_ref.teaching.rollout_sim, in JupyterLab.
+"""Exercise 4's playground: ipywidgets controls around rollout_sim (the simulated clock), in JupyterLab.
 
-    from agentrl_ref.teaching.rollout_playground import RolloutPlayground
+    from agentrl_ref.teaching.ex4_async_rollout.rollout_playground import RolloutPlayground
     RolloutPlayground()            # displays the controls, runs once, shows the figure
 
 Sliders set the simulation (workers, generation time and its spread, trainer step time, batch size,
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import html
 
-from agentrl_ref.teaching.rollout_sim import MODES, SimConfig, SimResult, run_modes
+from agentrl_ref.teaching.ex4_async_rollout.rollout_sim import MODES, SimConfig, SimResult, run_modes
 
 BOTH = "sync + async"
 MODE_LABELS = {"sync": "同步", "async": "异步", BOTH: "同步 + 异步"}  # what the page shows; values stay English
@@ -130,7 +130,7 @@ class RolloutPlayground:
     def _show_figure(self) -> None:
         import matplotlib.pyplot as plt
 
-        from agentrl_ref.teaching.rollout_plots import plot_results
+        from agentrl_ref.teaching.ex4_async_rollout.rollout_plots import plot_results
 
         if self.figure is not None:
             plt.close(self.figure)

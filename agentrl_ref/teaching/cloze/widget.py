@@ -4,7 +4,7 @@
     cloze_practice("format_reward")               # a snippet key or its title ("格式奖励")
     cloze_practice("loss_mask", seed=42, level="挑战")
 
-Same snippets, same maskable tokens and the same seeded choice as the static site (agentrl_ref.teaching.cloze),
+Same snippets, same maskable tokens and the same seeded choice as the static site (agentrl_ref.teaching.cloze.cards),
 so a seed gives the same blanks in both. ipywidgets is imported only when a widget is built.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import html
 import secrets
 
-from agentrl_ref.teaching import cloze
+from agentrl_ref.teaching.cloze import cards as cloze
 
 RIGHT, WRONG, REVEALED = "cloze-right", "cloze-wrong", "cloze-revealed"
 _COLORS = {RIGHT: "#c9efd3", WRONG: "#ffd3d0", REVEALED: "#d6e6fb", None: ""}
@@ -167,5 +167,5 @@ class ClozeWidget:
 
 def cloze_practice(key: str = "format_reward", seed: int | None = None,
                    level: str = cloze.DEFAULT_LEVEL) -> ClozeWidget:
-    """A cloze card for a snippet key or title (see agentrl_ref.teaching.cloze.SNIPPETS); display it in a notebook."""
+    """A cloze card for a snippet key or title (see teaching.cloze.cards.SNIPPETS); display it in a notebook."""
     return ClozeWidget(key, seed=seed, level=level)

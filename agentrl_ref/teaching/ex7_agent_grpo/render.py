@@ -9,7 +9,7 @@ from agentrl_ref.agent.vocab import VOCAB
 
 
 def _colors():
-    from agentrl_ref.teaching.mask_plots import MASK_COLORS, ROLE_COLORS
+    from agentrl_ref.teaching.ex3_loss_mask.mask_plots import MASK_COLORS, ROLE_COLORS
 
     return ROLE_COLORS, MASK_COLORS
 

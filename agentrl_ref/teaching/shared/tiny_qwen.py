@@ -10,7 +10,7 @@
     sft_warmup(...)         supervised warm-up on the demonstrations, its loss masked with exercise 3's
                             build_loss_mask + shift_mask_for_clm
 
-The chat template renders exactly what agentrl_ref.teaching.chat_template.render_chatml renders, so the
+The chat template renders exactly what agentrl_ref.teaching.shared.chat_template.render_chatml renders, so the
 course's tokenize_chat and transformers' apply_chat_template see the same text and the same tokens.
 The format tags are ordinary tokens on purpose: TRL decodes completions with skip_special_tokens=True,
 which would delete special ones before any reward function saw them.
@@ -23,7 +23,7 @@ import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from agentrl_ref.teaching.chat_template import IM_END, IM_START
+from agentrl_ref.teaching.shared.chat_template import IM_END, IM_START
 
 HF_OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
               "HF_HUB_DISABLE_TELEMETRY": "1"}
@@ -180,7 +180,7 @@ def sft_warmup(model, tokenizer, problems: list[Problem], steps: int = 150, batc
 
     from agentrl_ref.agent.concurrency import torch_threads
     from agentrl_ref.loss_mask import build_loss_mask, shift_mask_for_clm
-    from agentrl_ref.teaching.chat_template import role_spans_from_tokens, tokenize_chat
+    from agentrl_ref.teaching.shared.chat_template import role_spans_from_tokens, tokenize_chat
 
     pad_id = tokenizer.token_to_id(PAD)
     rows = []

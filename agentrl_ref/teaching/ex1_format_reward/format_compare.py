@@ -11,7 +11,7 @@ import statistics
 import time
 from typing import Callable
 
-from agentrl_ref.teaching import md_table
+from agentrl_ref.teaching.shared import md_table
 from agentrl_ref.format_reward import SEED_FORMAT_PATTERN, STRICT_FORMAT_PATTERN, format_reward
 
 OPEN_R1_PATTERN = r"^<think>\n.*?\n</think>\n<answer>\n.*?\n</answer>$"
@@ -130,7 +130,7 @@ def plot_reject_times(times: dict[str, list[float]]):
     import matplotlib.pyplot as plt
     from matplotlib.ticker import NullFormatter, ScalarFormatter
 
-    from agentrl_ref.teaching.cjk import zh
+    from agentrl_ref.teaching.shared.cjk import zh
 
     fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=110)
     lengths = times["length"]

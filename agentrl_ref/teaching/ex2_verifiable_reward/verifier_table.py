@@ -14,8 +14,10 @@ import statistics
 from fractions import Fraction
 from typing import Callable, NamedTuple, Sequence
 
-from agentrl_ref.teaching.answer_forms import ANSWER_FORMS, AnswerForm, VerifierComparison, compare_verifiers
-from agentrl_ref.teaching.md_table import markdown_table
+from agentrl_ref.teaching.ex2_verifiable_reward.answer_forms import (
+    ANSWER_FORMS, AnswerForm, VerifierComparison, compare_verifiers,
+)
+from agentrl_ref.teaching.shared.md_table import markdown_table
 from agentrl_ref.verifiable_reward import accuracy_reward
 
 _SEED_BOX = re.compile(r"\\boxed\{([^{}]*)\}")
@@ -270,7 +272,7 @@ def plot_verifiers(results: Sequence[VerifierComparison]):
     Chinese text where a CJK font is installed (cjk.zh)."""
     import matplotlib.pyplot as plt
 
-    from agentrl_ref.teaching.cjk import zh
+    from agentrl_ref.teaching.shared.cjk import zh
 
     kinds = {"agrees with human": ("0.6", zh("与人工一致", "agrees with human")),
              "false negative": ("tab:orange", zh("漏判", "false negative")),

@@ -1,0 +1,1 @@
+"""The frameworks page (book/frameworks.md): TRL's GRPOTrainer on the tiny model (teaching.shared.tiny_qwen)."""
