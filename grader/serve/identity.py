@@ -34,7 +34,8 @@ GUARANTEES = {
                 "也换不了别人文件夹里的文件",
     "per-user": "所有学生同一个系统账户（jovyan），每人一个容器：hub 只把学生自己的 DIR/<用户名> 挂成他的 inbound，"
                 "交在谁的文件夹里就算谁的，看不到也碰不到别人的",
-    "names": "相信文件夹的名字：任何学生都能以别人的名字交作业（只适合不互相攻击的班，或所有 lab 都是同一个账户的测试）",
+    "names": "相信文件夹的名字：任何学生都能以别人的名字交作业"
+             "（只适合不互相攻击的班，或所有 lab 都是同一个账户的测试）",
 }
 
 
@@ -72,7 +73,8 @@ class Identity:
             return [Source(exchange / COURSE_ID / "inbound")]
         try:
             with os.scandir(self.per_user) as entries:
-                users = sorted(e.name for e in entries if e.is_dir(follow_symlinks=False) and id_problem(e.name) is None)
+                users = sorted(e.name for e in entries
+                               if e.is_dir(follow_symlinks=False) and id_problem(e.name) is None)
         except OSError:
             return []
         return [Source(self.per_user / user, user) for user in users]

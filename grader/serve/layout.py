@@ -89,12 +89,13 @@ def _folder(path: Path, mode: int, trusted: set[int], why: str, bad: int, sticky
     try:
         st = os.lstat(path)
     except FileNotFoundError:
-        return [] if missing_ok else [Finding(path, "不存在", "make release EXCHANGE=… COURSE=…（建好 exchange 的布局）")]
+        return [] if missing_ok else [Finding(path, "不存在", "make release EXCHANGE=… COURSE=…（建好这个布局）")]
     if not stat.S_ISDIR(st.st_mode):
         return [Finding(path, "不是目录（可能是链接）", f"rm {_q(path)}（再 make release EXCHANGE=…）")]
     found = []
     if st.st_uid not in trusted:
-        found.append(Finding(path, f"属于 uid {st.st_uid}，不是评分服务的：它的主人能随意改动", f"chown {_who()} {_q(path)}"))
+        found.append(Finding(path, f"属于 uid {st.st_uid}，不是评分服务的：它的主人能随意改动",
+                             f"chown {_who()} {_q(path)}"))
     if st.st_mode & bad or (sticky and not st.st_mode & stat.S_ISVTX):
         found.append(Finding(path, f"权限是 {stat.S_IMODE(st.st_mode):04o}：{why}", f"chmod {mode:04o} {_q(path)}"))
     return found

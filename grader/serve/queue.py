@@ -253,7 +253,8 @@ class Queue:
             now = self._clock(conn)
             result = conn.execute(text(
                 f"UPDATE {TABLE} SET lease_until = :until, ready_at = :until "
-                f"WHERE id = :id AND token = :t AND state = 'running'"), dict(until=now + lease, id=job.id, t=job.token))
+                f"WHERE id = :id AND token = :t AND state = 'running'"),
+                dict(until=now + lease, id=job.id, t=job.token))
             if result.rowcount == 1:
                 self._hold_siblings(conn, job.student, job.id, now + lease, lower=True)
             return result.rowcount == 1
