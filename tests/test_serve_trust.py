@@ -39,6 +39,7 @@ from grader.course import COURSE_ID, EXCHANGE_MODES
 from grader.serve.deliver import feedback_name
 from grader.serve.layout import Layout, check
 from grader.serve.queue import TABLE, Queue
+from grader.serve.scanner import Limits
 from postgres_server import local_postgres
 
 RIGHT = filled(EX1, reference_fills(EX1))
@@ -284,10 +285,13 @@ class TestAttacksNextToHonestStudents:
         assert twin in copy["conflict"] and "看起来一样" in copy["conflict"]
         assert LOOK_ALIKE in hub.graded(twin)["note"]            # make grade's note, on both
         assert "没有得到分数" in hub.page(LOOK_ALIKE)
+        hub.ex.submit(twin, WRONG)                    # the first id hands in again: graded as ever
+        again = hub.graded(twin, count=2)
+        assert (again["status"], again["score"]) == ("ok", alone[WRONG])
         assert hub.rows(hub["mal"]) == [] and len(hub.rows(victim)) == 1
         assert page_score(hub.page(victim))[0] == alone[WRONG]
         assert page_score(hub.page(frozen))[0] == alone[RIGHT]
-        assert hub.score_in_gradebook(twin)[0] == alone[RIGHT]
+        assert hub.score_in_gradebook(twin)[0] == alone[WRONG]
 
     def test_nobody_takes_over_the_course_in_the_exchange(self, hub, alone):
         honest = hub["hon5"]
@@ -399,7 +403,7 @@ class TestAttacksNextToHonestStudents:
         batches = {}
         for r in floods:
             batches[r["enqueued_at"]] = batches.get(r["enqueued_at"], 0) + 1
-        assert max(batches.values()) <= 20            # per account per pass (scanner.Limits.per_account)
+        assert max(batches.values()) <= Limits().per_account      # folders of one account judged per pass
         assert hub.rows(*[f"madeup{i:04d}" for i in range(600)]) == [] and hub.rows(mal) == []
         fds_after = len(os.listdir(f"/proc/{proc.pid}/fd"))
         assert fds_after <= fds_before + 8, (fds_before, fds_after)
@@ -409,7 +413,7 @@ class TestAttacksNextToHonestStudents:
         assert "\\n[grader serve x]" in said                       # the name, escaped, on its own line
         status = [line for line in lines if "status: last scan" in line]
         numbers = [tuple(map(int, re.search(r"parsed (\d+), judged (\d+) this pass", s).groups())) for s in status]
-        assert all(p <= 20_000 and j <= 2_000 for p, j in numbers)
+        assert all(p <= Limits().looks and j <= Limits().per_pass for p, j in numbers)
         last = re.search(r"(\d+) folders listed, (\d+) parsed", status[-1])
         assert int(last.group(2)) <= int(last.group(1)) + 50      # each name parsed once, not once a pass
         assert re.search(r"threads 4/4 alive, 0 restarts", status[-1]), status[-1]

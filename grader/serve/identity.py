@@ -88,14 +88,15 @@ class Identity:
         return self._names[uid]
 
     def account(self, arrival: Arrival, source: Source, st: os.stat_result) -> str | None:
-        """Whose hand-in the folder is (the key the limits count by), or None: nobody's it may count for."""
+        """Who wrote the folder (the key the scanner's limits count by: the OS account, or the hub user whose
+        folder it is), or None if it may count for nobody."""
         if not stat.S_ISDIR(st.st_mode):
             return None
-        if self.mode == "accounts":
-            return f"uid {st.st_uid}" if self.account_name(st.st_uid) == arrival.student else None
+        if self.mode == "accounts" and self.account_name(st.st_uid) != arrival.student:
+            return None
         if self.mode == "per-user":
             return source.user if arrival.student == source.user else None
-        return arrival.student
+        return f"uid {st.st_uid}"     # names: 100,000 made-up names of one account are still one account
 
     def owner(self, arrival: Arrival) -> int | None:
         """The uid the hand-in's folder and files must belong to; None where files cannot tell (per-user, names).

@@ -128,11 +128,15 @@ def _secret(folder_fd: int, owner: int | None) -> str | None:
 def freeze(folder_fd: int) -> None:
     """As root: nobody but the folder's owner (and root) may list, read or change it any more."""
     if os.geteuid() == 0 and os.fstat(folder_fd).st_mode & 0o077:
-        os.fchmod(folder_fd, 0o700)
+        try:
+            os.fchmod(folder_fd, 0o700)
+        except OSError:   # root of a user namespace only: other accounts' folders stay as they are
+            pass
 
 
 def judge(inbound_fd: int, name: str, owner: int | None) -> tuple[str, object]:
-    """("complete", the folder's lstat) | ("incomplete", lstat) | ("rejected", reason) | ("gone", None).
+    """("complete", the folder's lstat) | ("incomplete", lstat) | ("rejected", reason) | ("gone", None);
+    "waiting" (lstat) when it has no secret file at all yet (only a change of the folder's mtime can end that).
     A complete folder is made private (freeze) before this returns."""
     try:
         st = os.stat(name, dir_fd=inbound_fd, follow_symlinks=False)
@@ -150,6 +154,10 @@ def judge(inbound_fd: int, name: str, owner: int | None) -> tuple[str, object]:
         opened = os.fstat(fd)
         if (opened.st_ino, opened.st_dev) != (st.st_ino, st.st_dev):
             return "incomplete", st          # swapped between the two looks: look again next pass
+        try:
+            os.stat(SECRET_FILE, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return "waiting", st
         if _secret(fd, owner) is None:
             return "incomplete", st
         freeze(fd)

@@ -28,7 +28,8 @@ at a time under one advisory lock (PostgreSQL; SQLite: BEGIN IMMEDIATE), the row
 
 Two student ids a person cannot tell apart (make grade's rule, submissions.skeleton) get a note on both
 ids' rows; the same assignment handed in under the second of them is a conflict: its row is not graded
-(`conflict` says why, and the worker tells the student), the first id's grade stands.
+(`conflict` says why, and the worker tells the student), the first id's grade stands, and so do the first
+id's later hand-ins (a conflicted row counts for nobody).
 """
 from __future__ import annotations
 
@@ -165,7 +166,8 @@ class Queue:
         if newest:
             twins = conn.execute(text(
                 f"SELECT DISTINCT student, assignment FROM {TABLE} WHERE course_id = :c AND skeleton = :k "
-                f"AND student <> :s AND state <> 'superseded'"), dict(c=self.course_id, k=key, s=item.student)).all()
+                f"AND student <> :s AND state <> 'superseded' AND conflict IS NULL"),   # conflicts count for nobody
+                dict(c=self.course_id, k=key, s=item.student)).all()
             others = sorted({t.student for t in twins})
             if others:
                 if any(t.assignment == item.assignment for t in twins):

@@ -12,8 +12,10 @@ never complete. What one pass does is bounded, whatever is there:
   not its student's (identity.py), is remembered as ignored, before anything of it is opened or queued;
 - of each account's folders at most `per_account` are judged per pass, round robin over the accounts
   (`per_pass` in all): another student's 20,000 folders never stand before yours;
-- an unfinished folder (no secret yet) is judged again every pass, at most `watched_per_account` of one account
-  and `watched` in all (the longest watched dropped first); more are ignored (the student's own loss).
+- an unfinished folder is judged again each pass its mtime moved (every pass once its secret file is there
+  but not complete), at most `watched_per_account` of one account and `watched` in all (the longest watched
+  dropped first); more are ignored (the student's own loss). The account is the OS account that wrote the
+  folder (or the hub user whose inbound it is): 100,000 made-up names of one account are one account.
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ NOTES = {"name": 20, "other": 5}   # ignored names logged per pass, by kind
 
 @dataclass
 class Limits:
-    looks: int = 20_000              # new names parsed (and lstat-ed) per pass
+    looks: int = 50_000              # new names parsed (and lstat-ed) per pass
     per_account: int = 20            # folders of one account judged per pass
     per_pass: int = 2_000            # folders judged per pass in all
     watched_per_account: int = 4     # unfinished folders of one account judged again each pass
@@ -73,6 +75,7 @@ class _Item:
     ino: int
     arrival: Arrival
     account: str
+    mtime: int | None = None         # the folder's mtime when it had no secret file yet (None: look every pass)
 
 
 @dataclass
@@ -140,7 +143,7 @@ class Scanner:
         try:
             with _opened(listing.source.path) as fd:
                 mtime, now = os.fstat(fd).st_mtime_ns, time.time()
-                settled = now - mtime / 1e9 > 2.0    # an entry made within the clock's granularity is seen next time
+                settled = now - mtime / 1e9 > 1.0    # an entry made within the clock's granularity is seen next time
                 if mtime == listing.mtime and settled and now - listing.listed_at < self.limits.relist:
                     return
                 current = {}
@@ -199,7 +202,8 @@ class Scanner:
         lim, found, judged = self.limits, [], 0
         work: dict[str, list[_Item]] = {}
         for item in self._watched.values():
-            work.setdefault(item.account, []).append(item)
+            if item.mtime is None or self._changed(item):
+                work.setdefault(item.account, []).append(item)
         accounts = list(dict.fromkeys([*self._backlog, *work]))
         turns = {a: lim.per_account for a in accounts}
         while accounts and judged < lim.per_pass:
@@ -227,6 +231,13 @@ class Scanner:
             del self._backlog[account]
         return found, judged
 
+    def _changed(self, item: _Item) -> bool:
+        """Whether a folder without a secret file may have one now (its mtime moved, or it is gone)."""
+        try:
+            return os.stat(item.source.path / item.name, follow_symlinks=False).st_mtime_ns != item.mtime
+        except OSError:
+            return True
+
     def _still_listed(self, item: _Item) -> bool:
         listing = self._listings.get(item.source.path)
         return listing is not None and listing.seen.get(item.name) == item.ino
@@ -238,7 +249,8 @@ class Scanner:
                 verdict, info = judge(fd, item.name, self.identity.owner(item.arrival))
         except OSError:
             verdict, info = "gone", None
-        if verdict == "incomplete" and info.st_ino == item.ino:
+        if verdict in ("incomplete", "waiting") and info.st_ino == item.ino:
+            item.mtime = info.st_mtime_ns if verdict == "waiting" else None
             self._watch(where, item)
             return None
         if self._watched.pop(where, None) is not None:

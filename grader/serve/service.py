@@ -87,7 +87,8 @@ def prepare(settings: Settings) -> tuple[Place, Queue]:
     state.mkdir(mode=PRIVATE_MODE, parents=True, exist_ok=True)
     run = Run(course, state / "grading", settings.db_url, cell_timeout=settings.cell_timeout,
               notebook_timeout=settings.notebook_timeout, level=level, limits=settings.limits, feedback=False)
-    place = Place(settings.exchange.resolve(), run, settings.showing, Identity(settings.identity, settings.per_user))
+    place = Place(settings.exchange.resolve(), run, settings.showing, Identity(settings.identity, settings.per_user),
+                  frozenset(layout_of(settings).trusted()))
     return place, Queue(settings.db_url, COURSE_ID, settings.min_interval)
 
 

@@ -48,6 +48,7 @@ class Place:
     run: Run                       # make grade's settings and steps (course folder, grading folder, gradebook)
     showing: Showing = field(default_factory=Showing)
     identity: Identity = field(default_factory=Identity)
+    trusted: frozenset = frozenset()   # uids besides root and this one that may own the exchange's folders
     writing: threading.Lock = field(default_factory=threading.Lock)
     _references: threading.Lock = field(default_factory=threading.Lock)
     _known: tuple = (0.0, frozenset())
@@ -171,12 +172,12 @@ def _page(place: Place, job: Job, secret: str, graded, score: tuple, still_mine)
     if not still_mine():
         return
     keep_in_course(page.parent, arrival_time(job).strftime(NBGRADER_TIME), secret)
-    deliver(place.exchange / COURSE_ID, secret, job.assignment, page.read_text(encoding="utf-8"))
+    deliver(place.exchange / COURSE_ID, secret, job.assignment, page.read_text(encoding="utf-8"), place.trusted)
 
 
 def _tell(place: Place, job: Job, secret: str, reason: str, still_mine) -> bool:
     """The not-graded page for a submission whose secret could be read; False if the lease is gone."""
     if not still_mine():
         return False
-    deliver(place.exchange / COURSE_ID, secret, job.assignment, not_graded_page(job.assignment, reason))
+    deliver(place.exchange / COURSE_ID, secret, job.assignment, not_graded_page(job.assignment, reason), place.trusted)
     return True
