@@ -66,13 +66,15 @@ def deliver(exchange_course: Path, secret: str, notebook_id: str, html: str, tru
     try:
         try:
             os.mkdir("feedback", FEEDBACK_MODE, dir_fd=parent)
-            fd = os.open("feedback", DIR_FLAGS, dir_fd=parent)
-            os.fchmod(fd, FEEDBACK_MODE)
+            made = True
         except FileExistsError:
-            fd = os.open("feedback", DIR_FLAGS, dir_fd=parent)
+            made = False
+        fd = os.open("feedback", DIR_FLAGS, dir_fd=parent)
     finally:
         os.close(parent)
     try:
+        if made:
+            os.fchmod(fd, FEEDBACK_MODE)
         st = os.fstat(fd)
         if st.st_uid not in {0, os.geteuid(), *trusted} or st.st_mode & 0o022 or not stat.S_ISDIR(st.st_mode):
             raise PermissionError(f"{exchange_course / 'feedback'} is not the grader's own (owner uid {st.st_uid}, "
