@@ -83,6 +83,9 @@ def _ancestors(path: Path, trusted: set[int]) -> list[Finding]:
     return found
 
 
+STICKY = "没有 sticky 位：知道文件夹名的学生能把别人的提交改名或删掉"
+
+
 def _folder(path: Path, mode: int, trusted: set[int], why: str, bad: int, sticky: bool = False,
             missing_ok: bool = False) -> list[Finding]:
     """path must be a folder of the grader's without any of the bits in bad (and sticky, if asked)."""
@@ -96,8 +99,10 @@ def _folder(path: Path, mode: int, trusted: set[int], why: str, bad: int, sticky
     if st.st_uid not in trusted:
         found.append(Finding(path, f"属于 uid {st.st_uid}，不是评分服务的：它的主人能随意改动",
                              f"chown {_who()} {_q(path)}"))
-    if st.st_mode & bad or (sticky and not st.st_mode & stat.S_ISVTX):
-        found.append(Finding(path, f"权限是 {stat.S_IMODE(st.st_mode):04o}：{why}", f"chmod {mode:04o} {_q(path)}"))
+    reasons = ([why] if st.st_mode & bad else []) + ([STICKY] if sticky and not st.st_mode & stat.S_ISVTX else [])
+    if reasons:
+        found.append(Finding(path, f"权限是 {stat.S_IMODE(st.st_mode):04o}：{'；'.join(reasons)}",
+                             f"chmod {mode:04o} {_q(path)}"))
     return found
 
 
@@ -116,8 +121,7 @@ def check(layout: Layout) -> list[Finding]:
     found += _folder(exchange, EXCHANGE_MODES["."], trusted, "", 0)
     rules = {COURSE_ID: ("别人能改动课程的 exchange 目录", 0o022, False),
              f"{COURSE_ID}/outbound": ("别人能改动发布的作业", 0o022, False),
-             f"{COURSE_ID}/inbound": ("学生能列出所有提交（名字就是找到别人提交的钥匙），或者改名、删掉别人的提交",
-                                      0o044, True),
+             f"{COURSE_ID}/inbound": ("学生能列出所有提交（文件夹名就是找到别人提交的钥匙）", 0o044, True),
              f"{COURSE_ID}/feedback": ("学生能列出所有反馈页，打开每个同学的（里面有代码）", 0o066, False)}
     for rel, (why, bad, sticky) in rules.items():
         found += _folder(exchange / rel, EXCHANGE_MODES[rel], trusted, why, bad, sticky,
