@@ -121,7 +121,8 @@ bench-grading: deps venv
 	PYTHONPATH=tests $(PY) bench/levels.py $(if $(REPEAT),--repeat $(REPEAT))
 
 # Graded on arrival (grader/serve/): submit -> feedback on this machine, one submission at a time and a burst of
-# 60 in a minute, with --jobs 1 and 2 side by side (bench/serve_latency.py; exercise 1).
+# 60 in a minute, with --jobs 1 and 2 side by side; then quiet against 100,000 junk folders + 20,000 pending rows
+# (bench/serve_latency.py; exercise 1).
 bench-serve: deps venv
 	PYTHONPATH=tests $(PY) bench/serve_latency.py
 
@@ -129,21 +130,23 @@ bench-serve: deps venv
 # DB_URL reaches the grader in the environment (AGENTRL_DB_URL), never on a command line: it holds a password.
 OUT ?= grading-output
 ifneq ($(DB_URL),)
-grade grade-report release grade-service: export AGENTRL_DB_URL := $(DB_URL)
+grade grade-report release grade-service doctor: export AGENTRL_DB_URL := $(DB_URL)
 endif
 grade: venv
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=<folder> [OUT=grading-output] [DB_URL=postgresql://…] [JOBS=2] [SHARD=K/N] [ISOLATION=auto|cgroup|job|none] [FEEDBACK=no]" >&2; exit 2; }
 	$(PY) -m grader grade "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(SHARD),--shard $(SHARD)) $(if $(ISOLATION),--isolation $(ISOLATION)) $(if $(filter no,$(FEEDBACK)),--no-feedback)
 
 # Instructors: grade each submission as it arrives in nbgrader's exchange (grader/serve/, README). The queue is in
-# the gradebook: DB_URL=postgresql://… (several workers, several machines). JOBS, SHOW, DEADLINE, MIN_INTERVAL optional.
+# the gradebook: DB_URL=postgresql://… (several workers, several machines). JOBS, SHOW, DEADLINE, MIN_INTERVAL optional;
+# IDENTITY (default accounts: one OS account per student), INBOUND_PER_USER, INSTRUCTOR: see README's hub section.
 grade-service: venv
-	@test -n "$(EXCHANGE)" || { echo "usage: make grade-service EXCHANGE=<nbgrader Exchange.root> [COURSE=hub-course] [DB_URL=postgresql://…] [JOBS=1] [SHOW=all|total|visible] [DEADLINE='2027-01-15 23:59:00 UTC'] [MIN_INTERVAL=seconds]" >&2; exit 2; }
-	$(PY) -m grader serve --exchange "$(EXCHANGE)" --course "$(COURSE)" $(if $(JOBS),--jobs $(JOBS)) $(if $(SHOW),--show $(SHOW)) $(if $(DEADLINE),--deadline "$(DEADLINE)") $(if $(MIN_INTERVAL),--min-interval $(MIN_INTERVAL))
+	@test -n "$(EXCHANGE)" || { echo "usage: make grade-service EXCHANGE=<nbgrader Exchange.root> [COURSE=hub-course] [DB_URL=postgresql://…] [JOBS=1] [SHOW=all|total|visible] [DEADLINE='2027-01-15 23:59:00 UTC'] [MIN_INTERVAL=seconds] [IDENTITY=accounts|per-user|names] [INBOUND_PER_USER=DIR] [INSTRUCTOR=account]" >&2; exit 2; }
+	$(PY) -m grader serve --exchange "$(EXCHANGE)" --course "$(COURSE)" $(if $(JOBS),--jobs $(JOBS)) $(if $(SHOW),--show $(SHOW)) $(if $(DEADLINE),--deadline "$(DEADLINE)") $(if $(MIN_INTERVAL),--min-interval $(MIN_INTERVAL)) $(if $(IDENTITY),--identity $(IDENTITY)) $(if $(INBOUND_PER_USER),--inbound-per-user "$(INBOUND_PER_USER)") $(if $(INSTRUCTOR),--instructor $(INSTRUCTOR))
 
-# Instructors: which isolation level this machine gives the grader, each guarantee at it, what fixes the rest.
+# Instructors: which isolation level this machine gives the grader, each guarantee at it, what fixes the rest;
+# with EXCHANGE= (and COURSE=) also the hub's layout (the exact chown/chmod), identity and the service's health.
 doctor: venv
-	$(PY) -m grader doctor
+	$(PY) -m grader doctor $(if $(EXCHANGE),--exchange "$(EXCHANGE)" --course "$(COURSE)") $(if $(IDENTITY),--identity $(IDENTITY)) $(if $(INBOUND_PER_USER),--inbound-per-user "$(INBOUND_PER_USER)") $(if $(INSTRUCTOR),--instructor $(INSTRUCTOR))
 
 # After every shard (SHARD=0/N … N-1/N): the class's grades.csv, cells.csv, report.md and feedback in OUT.
 grade-report: venv

@@ -5,9 +5,11 @@
                                        [--isolation LEVEL]
     python -m grader report --out DIR [--db-url URL | --db-url-file F]   # after every shard
     python -m grader serve --exchange DIR --course DIR [--jobs N] [--lease S] [--min-interval S]
-                           [--show all|total|visible] [--deadline TIME] [--check-owner] [--db-url-file F]
+                           [--show all|total|visible] [--deadline TIME] [--db-url-file F]
+                           [--identity accounts|per-user|names] [--inbound-per-user DIR] [--instructor NAME]
     python -m grader release [--out DIR] [--exchange DIR [--course DIR]] [assignment ...]
-    python -m grader doctor             # the isolation level here, each guarantee at it, what fixes the rest
+    python -m grader doctor [--exchange DIR --course DIR]   # the isolation level here, each guarantee at it,
+                                        # what fixes the rest; and the hub's layout and grading service
     python -m grader sandbox (--check | --sweep)
 
 As a normal user, `grade`, `doctor` and `sandbox` first re-enter themselves as root of a user namespace of
@@ -78,8 +80,16 @@ def main(argv: list[str] | None = None) -> int:
                          help="what feedback shows before the deadline (default all)")
     service.add_argument("--deadline", default=None, help="after it every page shows everything "
                                                           "(nbgrader's time format, e.g. '2027-01-15 23:59:00 UTC')")
-    service.add_argument("--check-owner", action="store_true",
-                         help="a submission folder must belong to the OS account of its student")
+    service.add_argument("--identity", default="accounts", choices=["accounts", "per-user", "names"],
+                         help="who handed a folder in (grader/serve/identity.py): accounts (default: one OS account "
+                              "per student; folder and files must be the student's), per-user (the hub mounts "
+                              "each user's own inbound folder, --inbound-per-user), names (believe the folder name)")
+    service.add_argument("--inbound-per-user", type=Path, default=None,
+                         help="with --identity per-user: the folder holding one inbound folder per hub user")
+    service.add_argument("--check-owner", action="store_true", help="the same as --identity accounts (the default)")
+    service.add_argument("--instructor", default=None,
+                         help="an OS account besides root and the service's own that may own the exchange and course")
+    service.add_argument("--status-every", type=float, default=60.0, help="seconds between status lines in the log")
     service.add_argument("--isolation", default="auto", choices=["auto", "cgroup", "job", "none"])
     service.add_argument("--cell-timeout", type=int, default=60, help="seconds per cell")
     service.add_argument("--notebook-timeout", type=int, default=600, help="seconds per notebook")
@@ -94,12 +104,24 @@ def main(argv: list[str] | None = None) -> int:
     publish.add_argument("--course", type=Path, default=Path("hub-course"),
                          help="with --exchange: the instructor's nbgrader course folder (copied if empty)")
 
-    commands.add_parser("doctor", help="the isolation level here, each guarantee at it, and what fixes the rest")
+    doctor = commands.add_parser("doctor", help="the isolation level here, each guarantee at it, and what fixes the "
+                                                "rest; with --exchange and --course, the hub's grading service too")
+    doctor.add_argument("--exchange", type=Path, default=None, help="nbgrader's Exchange.root (the hub section)")
+    doctor.add_argument("--course", type=Path, default=None, help="the course folder the service grades into")
+    doctor.add_argument("--identity", default="accounts", choices=["accounts", "per-user", "names"])
+    doctor.add_argument("--inbound-per-user", type=Path, default=None)
+    doctor.add_argument("--instructor", default=None)
+    doctor.add_argument("--state", type=Path, default=None)
+    _gradebook_options(doctor)
     sandbox = commands.add_parser("sandbox", help="check or clean up the grading sandbox on this machine")
     sandbox.add_argument("--check", action="store_true", help="say whether the sandbox can run here")
     sandbox.add_argument("--sweep", action="store_true", help="remove stale cgroups, folders and mounts")
 
     args = parser.parse_args(argv)
+    if args.command == "serve":
+        _refuse_unsafe_layout(args)      # as the machine sees owners: before entering a user namespace
+    if args.command == "doctor" and (args.exchange is not None or args.course is not None):
+        _hub_section(args, parser)
     if argv is None and args.command in ("grade", "serve", "doctor", "sandbox"):
         from grader.sandbox import userns
 
@@ -137,6 +159,11 @@ def main(argv: list[str] | None = None) -> int:
 
         text, ok = doctor_report()
         print(text)
+        hub = os.environ.get(HUB_REPORT)
+        if hub:
+            safe, hub = hub.split("\n", 1)
+            print(hub)
+            ok = ok and safe == "safe"
         return 0 if ok else 2
     elif args.command == "sandbox":
         from grader.sandbox import SandboxUnavailable, choose, probe, sweep_stale
@@ -168,6 +195,7 @@ def _serve(args, parser) -> int:
     _refuse_early(args.isolation)
     from nbgrader.utils import parse_utc
 
+    from grader.serve.identity import Identity
     from grader.serve.service import Settings, serve
     from grader.serve.showing import Showing
 
@@ -178,12 +206,45 @@ def _serve(args, parser) -> int:
         deadline = parse_utc(args.deadline).timestamp() if args.deadline else None
     except ValueError as exc:
         parser.error(f"--deadline: {exc}")
+    if args.check_owner and args.identity != "accounts":
+        parser.error("--check-owner is --identity accounts")
+    try:
+        identity = Identity(args.identity, args.inbound_per_user)
+    except ValueError as exc:
+        parser.error(str(exc))
     serve(Settings(exchange=args.exchange, course=args.course, db_url=url, state=args.state, jobs=args.jobs,
                    lease=args.lease, min_interval=args.min_interval, poll=args.poll, isolation=args.isolation,
                    limits=SandboxLimits(memory_mb=args.memory_mb) if args.memory_mb else None,
                    cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout,
-                   showing=Showing(args.show, deadline), check_owner=args.check_owner))
+                   showing=Showing(args.show, deadline), identity=identity.mode, per_user=identity.per_user,
+                   instructor=args.instructor, db_url_file=_path(args.db_url_file), status_every=args.status_every))
     return 0
+
+
+HUB_REPORT = "AGENTRL_HUB_REPORT"   # the doctor's hub section, made before a user namespace (owners look wrong in it)
+
+
+def _hub_section(args, parser) -> None:
+    if os.environ.get(HUB_REPORT) is not None:
+        return                                # made by this command before it re-entered itself
+    if args.exchange is None or args.course is None:
+        parser.error("the hub section needs both --exchange and --course")
+    from grader.serve.layout import Layout, hub_report
+
+    text, safe = hub_report(Layout(args.exchange, args.course, args.state, _path(args.db_url_file),
+                                   args.inbound_per_user, args.instructor), args.identity, _db_url(args))
+    os.environ[HUB_REPORT] = ("safe" if safe else "unsafe") + "\n" + text
+
+
+def _refuse_unsafe_layout(args) -> None:
+    from grader.serve.layout import Layout, refuse_unsafe
+
+    refuse_unsafe(Layout(args.exchange, args.course, args.state, _path(args.db_url_file), args.inbound_per_user,
+                         args.instructor), "accounts" if args.check_owner else args.identity)
+
+
+def _path(value: str | None) -> Path | None:
+    return Path(value) if value else None
 
 
 if __name__ == "__main__":

@@ -18,6 +18,11 @@ GRADER = Path(__file__).resolve().parent
 ROOT = GRADER.parent
 COURSE_ID = "agentrl-cloze"                      # as in nbgrader_config.py
 COURSE_FILES = ("nbgrader_config.py", "source")  # a course folder: the config and the instructor notebooks
+# nbgrader's exchange on a hub, as the grading service needs it ({folder under Exchange.root: mode}): made by
+# `make release EXCHANGE=…` (publish/exchange.py), checked before the service starts (serve/layout.py)
+EXCHANGE_MODES = {".": 0o1777, COURSE_ID: 0o755, f"{COURSE_ID}/outbound": 0o755, f"{COURSE_ID}/inbound": 0o3733,
+                  f"{COURSE_ID}/feedback": 0o711}
+PRIVATE_MODE = 0o700   # the course folder on a hub: solutions, hidden tests, hand-ins, graded copies, gradebook
 
 
 def assignments(course: Path = GRADER) -> list[str]:

@@ -41,8 +41,44 @@ def _nbgrader(cwd: Path, home: Path, *args: str) -> subprocess.CompletedProcess:
     return proc
 
 
+def as_account(account: str, fn, *args) -> None:
+    """fn(*args) in a child process that runs as the OS account, with its home as HOME and working folder.
+    The child is forked after this process has imported what fn needs (call fn once as root first): other
+    accounts cannot start this venv's interpreter (it lives under /root, mode 0700), but a forked child runs
+    the code already in memory. An exception in the child is raised here, with its traceback."""
+    import pwd
+    import traceback
+
+    pw = pwd.getpwnam(account)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:   # the child: never returns
+        code = 1
+        try:
+            os.close(read)
+            os.setgroups([])
+            os.setgid(pw.pw_gid)
+            os.setuid(pw.pw_uid)
+            os.environ.update(HOME=pw.pw_dir, USER=account, LOGNAME=account)
+            os.chdir(pw.pw_dir)
+            os.umask(0o022)
+            fn(*args)
+            code = 0
+        except BaseException:  # noqa: BLE001 - reported to the parent
+            os.write(write, traceback.format_exc().encode()[-6000:])
+        finally:
+            os._exit(code)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        report = pipe.read().decode(errors="replace")
+    _, status = os.waitpid(pid, 0)
+    if status != 0:
+        raise RuntimeError(f"as {account}: {report}")
+
+
 def _in_process(kind: str, root: Path, home: Path, assignment: str, student: str) -> None:
-    """What `nbgrader <kind> ASSIGNMENT --course C --student S` runs, with the student's home as its folders."""
+    """What `nbgrader <kind> ASSIGNMENT --course C --student S` runs, with the student's home as its folders
+    (student "*": nbgrader names the student after the OS account, as on a hub with one account each)."""
     from nbgrader.auth import Authenticator
     from nbgrader.coursedir import CourseDirectory
     from nbgrader.exchange import default
@@ -67,6 +103,7 @@ class Exchange:
     homes: Path
     db_url: str
     assignment: str = EX1
+    accounts: bool = False    # students are OS accounts (their homes under homes/): nbgrader runs as each
 
     @classmethod
     def create(cls, tmp: Path, db_url: str, assignment: str = EX1, course: Path | None = None) -> "Exchange":
@@ -90,7 +127,9 @@ class Exchange:
 
     def _run(self, kind: str, student: str, cli: bool) -> None:
         home = self.home(student)
-        if cli:
+        if self.accounts:
+            as_account(student, _in_process, kind, self.root, home, self.assignment, "*")
+        elif cli:
             _nbgrader(home, home, kind, self.assignment, *self._flags(student))
         else:
             _in_process(kind, self.root, home, self.assignment, student)
@@ -122,7 +161,7 @@ class Exchange:
     def rows(self, students=None) -> list[dict]:
         queue = Queue(self.db_url, COURSE_ID)
         try:
-            return [r for r in queue.rows() if students is None or r["student"] in students]
+            return queue.rows(None if students is None else list(students))
         finally:
             queue.close()
 
@@ -139,10 +178,13 @@ class Exchange:
             time.sleep(0.3)
 
     @contextlib.contextmanager
-    def service(self, log: Path, *options: str, state: Path | None = None):
-        """`python -m grader serve` as a real process (its own process group); SIGTERM at the end."""
+    def service(self, log: Path, *options: str, state: Path | None = None, identity: str = "names"):
+        """`python -m grader serve` as a real process (its own process group); SIGTERM at the end. The students
+        here are ids, not OS accounts (every folder is this process's): identity names, unless told otherwise."""
         args = [sys.executable, "-m", "grader", "serve", "--exchange", str(self.root), "--course",
                 str(self.course), "--poll", "0.2", *options]
+        if "--check-owner" not in options and "--identity" not in options:
+            args += ["--identity", identity]
         if state is not None:
             args += ["--state", str(state)]
         env = {**nbgrader_env(), "AGENTRL_DB_URL": self.db_url}

@@ -97,7 +97,8 @@ def jupyterhub(tmp: Path, ex: Exchange, users: list[str], instructor: str, db_ur
     bindir = Path(sys.executable).parent
     path = f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}"
     service = [sys.executable, "-m", "grader", "serve", "--exchange", str(ex.root), "--course", str(ex.course),
-               "--db-url-file", str(db_url_file), "--poll", "0.2", *service_args]
+               "--db-url-file", str(db_url_file), "--poll", "0.2", "--identity", "names", *service_args]
+    # every lab here is the hub's own OS account, named by JUPYTERHUB_USER: only the folder names tell students apart
     port = free_port()
     (state / "jupyterhub_config.py").write_text(HUB_CONFIG.format(
         port=port, hub_port=free_port(), api_port=free_port(), proxy=proxy_command(), state=state,

@@ -213,8 +213,12 @@ def test_the_queue_claims_newest_first_once_with_leases_and_a_rate_limit(databas
         stale = Job(**{**second.__dict__, "token": "not-the-holder"})
         assert not queue.renew(stale, 60) and not queue.done(stale, "ok")
         assert queue.renew(second, 0)                      # the holder goes silent: its lease runs out at once
-        taken = queue.claim("w3", lease=60, min_interval=3600)
-        assert taken is None                               # b+ex+1 is superseded by b+ex+3, rate-limited for b
+        limited = Queue(url, f"unit-{database}", min_interval=3600)   # a service with a rate limit
+        try:
+            assert limited.claim("w3", lease=60) is None   # b+ex+1 is superseded by b+ex+3, rate-limited for b
+        finally:
+            limited.close()
+        queue.reset_waits()                                # a service without one starts: b+ex+3 may go at once
         taken = queue.claim("w3", lease=60)
         assert taken.folder == "b+ex+3" and not queue.done(second, "ok")   # the silent holder cannot finish
         assert {r["folder"]: (r["state"], r["graded"]) for r in queue.rows()} == {
@@ -225,14 +229,17 @@ def test_the_queue_claims_newest_first_once_with_leases_and_a_rate_limit(databas
 
 
 def test_with_check_owner_nobody_hands_in_as_another(ex, max_score, tmp_path):
-    """--check-owner: a submission folder counts only if it belongs to the OS account named like its student
-    (`nobody` is an account on every Debian machine; the impostor's folder belongs to root)."""
+    """--check-owner (now the default, --identity accounts): a hand-in counts only if its folder and files belong
+    to the OS account named like its student (`nobody` is an account on every Debian machine; the impostor's
+    folder belongs to root). The impostor's folder is never queued. tests/test_serve_trust.py does this with
+    real student accounts on both sides."""
     own = ex.submit("nobody", RIGHT)
     impostor = ex.submit("s-impostor", RIGHT)
-    os.chown(ex.inbound / own, pwd.getpwnam("nobody").pw_uid, -1)
+    uid = pwd.getpwnam("nobody").pw_uid
+    for path in [ex.inbound / own, *(ex.inbound / own).iterdir()]:
+        os.chown(path, uid, -1)
     with ex.service(tmp_path / "service.log", "--check-owner"):
-        rows = ex.wait(done(["nobody", "s-impostor"]), ["nobody", "s-impostor"])
-    by_folder = {r["folder"]: r for r in rows}
-    assert (by_folder[own]["status"], by_folder[own]["score"]) == ("ok", max_score)
-    assert (by_folder[impostor]["status"], by_folder[impostor]["score"]) == ("invalid", None)
+        rows = ex.wait(done(["nobody"]), ["nobody"])
+    assert [(r["folder"], r["status"], r["score"]) for r in rows] == [(own, "ok", max_score)]
+    assert ex.rows(["s-impostor"]) == [] and impostor in os.listdir(ex.inbound)
     assert ex.fetch_feedback("s-impostor") == {}

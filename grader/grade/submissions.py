@@ -226,15 +226,19 @@ def _look_alikes(subs: list[Submission]) -> None:
         rows = [s for s in subs if s.student in same]
         handed_in = [(s.assignment, s.student) for s in rows if s.path is not None]
         for sub in rows:
-            others = "、".join(sorted(o for o in same if o != sub.student))
+            others = [o for o in same if o != sub.student]
             twins = [who for what, who in handed_in if what == sub.assignment and who != sub.student]
             if sub.path is not None and twins:
                 sub.status, sub.path = "conflict", None
-                sub.notes.insert(0, f"学生名 {sub.student} 和 {others} 看起来一样（Unicode 写法不同或是形近的字母），"
-                                    "同一份作业两个名字各交了一份：都没有评分，请确认是不是同一个人")
+                sub.notes.insert(0, look_alike_note(sub.student, others, "同一份作业两个名字各交了一份：都没有评分"))
             else:
-                sub.notes.insert(0, f"学生名 {sub.student} 和 {others} 看起来一样（Unicode 写法不同或是形近的字母）："
-                                    "请确认是不是同一个人")
+                sub.notes.insert(0, look_alike_note(sub.student, others))
+
+
+def look_alike_note(student: str, others, conflict: str | None = None) -> str:
+    """The note on a row whose id looks like others' (skeleton): conflict says what that did to the hand-in."""
+    same = f"学生名 {student} 和 {'、'.join(sorted(others))} 看起来一样（Unicode 写法不同或是形近的字母）"
+    return f"{same}，{conflict}，请确认是不是同一个人" if conflict else f"{same}：请确认是不是同一个人"
 
 
 def _same_file(claims: dict[tuple[str, str], list[_Candidate]], forbidden) -> None:

@@ -36,6 +36,10 @@ class Showing:
         if self.before not in CHOICES:
             raise ValueError(f"before must be one of {CHOICES}, not {self.before!r}")
 
+    def shows_score(self, now: float) -> bool:
+        """Whether a page made now shows the total score."""
+        return self.before != "visible" or (self.deadline is not None and now >= self.deadline)
+
     def steps(self, now: float) -> list:
         if self.before == "all" or (self.deadline is not None and now >= self.deadline):
             return []
