@@ -71,7 +71,7 @@ def _expect_still_waiting(trainer: asyncio.Task, what: str, hint: str) -> None:
     if trainer.done():
         crash = _crash(trainer)
         got = f"抛出 {crash}" if crash else f"拿到 {trainer.result()!r}"
-        expect(False, f"{what}，trainer 却已经返回（{got}）", hint=hint)
+        expect(False, "{what_}，trainer 却已经返回（{got}）", hint=hint, what_=what, got=got)
 
 
 @visible_test(EX, PART, "原页面的测试脚手架：12 条轨迹，3 步训练，每步 4 条")
@@ -95,8 +95,8 @@ async def seed_harness(AsyncRolloutBuffer):
 
     steps, _ = await _within(asyncio.gather(trainer_loop(3), rollout_worker(12)), "trainer 没等到 3 个 batch")
     want = [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
-    expect(steps == want, f"trainer 拿到 {steps}，期望 {want}",
-           hint="每个 batch 按放入顺序取最早的 batch_size 条。")
+    expect(steps == want, "trainer 拿到 {steps}，期望 {want}",
+           hint="每个 batch 按放入顺序取最早的 batch_size 条。", steps=steps, want=want)
     return steps
 
 
@@ -109,10 +109,10 @@ async def fifo_oldest_first(AsyncRolloutBuffer):
     second = await _within(buf.get_batch(), "队列里还剩 4 条，取第二个 batch 却没有返回",
                            hint="条件是“至少 batch_size 条”，不是“恰好 batch_size 条”。")
     expect([first, second] == [[0, 1, 2], [3, 4, 5]],
-           f"两个 batch 是 {first} 和 {second}，期望 [0, 1, 2] 和 [3, 4, 5]",
-           hint="popleft() 从左边取：最早放进去的先出来。")
+           "两个 batch 是 {first} 和 {second}，期望 [0, 1, 2] 和 [3, 4, 5]",
+           hint="popleft() 从左边取：最早放进去的先出来。", first=first, second=second)
     left = list(buf.buf)
-    expect(left == [6], f"取完两个 batch 后队列里是 {left}，期望 [6]")
+    expect(left == [6], "取完两个 batch 后队列里是 {left}，期望 [6]", left=left)
     return {"batches": [first, second], "left": left}
 
 
@@ -121,10 +121,10 @@ async def drops_oldest_when_full(AsyncRolloutBuffer):
     buf = AsyncRolloutBuffer(batch_size=2, max_capacity=4)
     await _put_all(buf, range(7))
     kept = list(buf.buf)
-    expect(kept == [3, 4, 5, 6], f"放入 0..6 之后队列里是 {kept}，期望 [3, 4, 5, 6]",
-           hint="队列最多 max_capacity 条：deque 的 maxlen 参数让它满了以后自动丢掉最左边（最老）的。")
+    expect(kept == [3, 4, 5, 6], "放入 0..6 之后队列里是 {kept}，期望 [3, 4, 5, 6]",
+           hint="队列最多 max_capacity 条：deque 的 maxlen 参数让它满了以后自动丢掉最左边（最老）的。", kept=kept)
     batch = await _within(buf.get_batch(), "队列里有 4 条，batch_size=2 却取不出来")
-    expect(batch == [3, 4], f"取出的 batch 是 {batch}，期望 [3, 4]")
+    expect(batch == [3, 4], "取出的 batch 是 {batch}，期望 [3, 4]", batch=batch)
     return {"kept": kept, "batch": batch}
 
 
@@ -141,7 +141,7 @@ async def no_partial_batch(AsyncRolloutBuffer):
                               hint="wait_for 的条件要保证醒来时已经攒够 batch_size 条，否则 popleft 会取到空队列。")
         await buf.put("c")
         batch = await _within(trainer, "放入第 3 条之后 trainer 仍然没有拿到 batch")
-    expect(batch == ["a", "b", "c"], f"trainer 拿到 {batch!r}，期望 ['a', 'b', 'c']")
+    expect(batch == ["a", "b", "c"], "trainer 拿到 {batch!r}，期望 ['a', 'b', 'c']", batch=batch)
     return {"with_two": with_two, "batch": batch}
 
 
@@ -170,11 +170,11 @@ async def last_batch_when_producers_finish(AsyncRolloutBuffer):
         await _within(two_batches(), "10 条轨迹、batch_size=5：生产者都结束了，trainer 却没拿到第 2 个 batch",
                       hint="最后一条放进去时，队列里正好 batch_size 条：条件要用 >=，不是 >。")
         crash = _crash(loop) if loop.done() else ""
-        expect(not crash, f"trainer 抛出了 {crash}")
+        expect(not crash, "trainer 抛出了 {crash}", crash=crash)
         trainer_after = task_state(loop)
     got = sorted(item for batch in batches for item in batch)
     want = sorted((p, i) for p in range(2) for i in range(5))
-    expect([len(b) for b in batches] == [5, 5], f"trainer 拿到的 batch 大小是 {[len(b) for b in batches]}，期望 [5, 5]")
+    expect([len(b) for b in batches] == [5, 5], "trainer 拿到的 batch 大小是 {value}，期望 [5, 5]", value=[len(b) for b in batches])
     expect(got == want and len(buf.buf) == 0, "有轨迹丢了、被训练了两次，或者还留在队列里")
     return {"batches": batches, "left": list(buf.buf), "trainer": trainer_after}
 
@@ -192,7 +192,7 @@ async def several_trainers(AsyncRolloutBuffer):
                             hint="notify() 只叫醒一个等待者；它恰好被取消时这次唤醒就丢了。"
                                  "有几个 trainer 在等时要叫醒全部，让它们各自检查条件。")
         first_state = task_state(first)
-    expect(got == ["x"], f"第二个 trainer 拿到 {got!r}，期望 ['x']")
+    expect(got == ["x"], "第二个 trainer 拿到 {got!r}，期望 ['x']", got=got)
     return {"first": first_state, "second": got, "left": list(buf.buf)}
 
 
@@ -221,11 +221,11 @@ async def extra_wakeups(AsyncRolloutBuffer):
         await spin()
         states = [task_state(one), task_state(two)]
         crash = next((_crash(t) for t in (one, two) if t.done() and _crash(t)), "")
-        expect(not crash, f"两个 trainer 等一个 batch：有一个抛出了 {crash}", hint=WAKE_HINT)
+        expect(not crash, "两个 trainer 等一个 batch：有一个抛出了 {crash}", hint=WAKE_HINT, crash=crash)
         expect(sorted(states, key=repr) == sorted([["c", "d"], "waiting"], key=repr),
-               f"两个 trainer 等一个 batch，放入 2 条后它们是 {states}，期望一个拿到 ['c', 'd']、另一个接着等",
-               hint=WAKE_HINT)
-    expect(first == ["a", "b"], f"trainer 拿到 {first!r}，期望 ['a', 'b']")
+               "两个 trainer 等一个 batch，放入 2 条后它们是 {states}，期望一个拿到 ['c', 'd']、另一个接着等",
+               hint=WAKE_HINT, states=states)
+    expect(first == ["a", "b"], "trainer 拿到 {first!r}，期望 ['a', 'b']", first=first)
     return {"woken_early": woken_early, "first": first, "two_trainers": sorted(states, key=repr)}
 
 
@@ -246,9 +246,9 @@ async def observer_on_same_condition(AsyncRolloutBuffer):
         await buf.put("first")
         await spin()
         seen = task_state(watching)
-        expect(seen == ["first"], f"放入第 1 条以后，等“队列非空”的协程是 {seen!r}，期望它醒来、看到 ['first']",
+        expect(seen == ["first"], "放入第 1 条以后，等“队列非空”的协程是 {seen!r}，期望它醒来、看到 ['first']",
                hint="每次 put 都要 notify_all()：Condition 上可能有人在等别的条件。别在 put 里自己判断"
-                    "“够不够一个 batch”再决定叫不叫：判断条件是等待者自己的事（wait_for）。")
+                    "“够不够一个 batch”再决定叫不叫：判断条件是等待者自己的事（wait_for）。", seen=seen)
         await _put_all(buf, ["second", "third"])
         batch = await _within(trainer, "放满一个 batch 后 trainer 没有拿到它")
     return {"observer": seen, "trainer": batch}
@@ -281,14 +281,14 @@ async def several_workers_and_trainers(AsyncRolloutBuffer):
         await _within(all_batches(), "24 条轨迹、batch_size=4：trainer 没拿到全部 6 个 batch",
                       hint="队列容量是 max_capacity（这里 64），不是 batch_size：放得比取得快时也不能丢。")
         crash = next((_crash(t) for t in loops if t.done() and _crash(t)), "")
-        expect(not crash, f"trainer 抛出了 {crash}")
+        expect(not crash, "trainer 抛出了 {crash}", crash=crash)
     trained = [item for batch in batches for item in batch]
     per_worker = [[i for w2, i in trained if w2 == w] for w in range(3)]
     print(f"  batch 大小 {[len(b) for b in batches]}，队列里剩 {len(buf.buf)} 条")
-    expect(all(len(b) == 4 for b in batches), f"batch 大小是 {[len(b) for b in batches]}，每个都应是 4")
+    expect(all(len(b) == 4 for b in batches), "batch 大小是 {value}，每个都应是 4", value=[len(b) for b in batches])
     expect(sorted(trained) == sorted((w, i) for w in range(3) for i in range(8)),
-           f"训练了 {len(trained)} 条、其中不同的 {len(set(trained))} 条，期望 24 条各一次",
-           hint="队列最多 max_capacity 条，不是 batch_size 条：deque(maxlen=max_capacity)。")
-    expect(per_worker == [list(range(8))] * 3, f"每个 worker 的轨迹被训练的顺序是 {per_worker}，期望各自 0..7",
-           hint="先进先出：append 放在右边，popleft 从左边取。")
+           "训练了 {len_trained} 条、其中不同的 {len_set_trained} 条，期望 24 条各一次",
+           hint="队列最多 max_capacity 条，不是 batch_size 条：deque(maxlen=max_capacity)。", len_trained=len(trained), len_set_trained=len(set(trained)))
+    expect(per_worker == [list(range(8))] * 3, "每个 worker 的轨迹被训练的顺序是 {per_worker}，期望各自 0..7",
+           hint="先进先出：append 放在右边，popleft 从左边取。", per_worker=per_worker)
     return {"sizes": [len(b) for b in batches], "per_worker": per_worker, "left": list(buf.buf)}
