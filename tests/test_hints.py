@@ -105,7 +105,7 @@ def test_every_failure_line_is_a_template_of_the_module_filled_with_named_values
     for call in calls:
         what = call.args[1] if getattr(call.func, "id") == "expect" else call.args[0]
         where = f"{path.name}:{call.lineno}"
-        assert isinstance(what, ast.Constant) and isinstance(what.value, str), f"{where}: the template is not a constant"
+        assert isinstance(what, ast.Constant) and isinstance(what.value, str), f"{where}: not a constant template"
         fields = {name for _, name, _, _ in string.Formatter().parse(what.value) if name is not None}
         given = {k.arg for k in call.keywords} - {"hint"}
         assert fields <= given, f"{where}: the template names {fields - given}, not given"

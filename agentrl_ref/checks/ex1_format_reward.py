@@ -41,7 +41,13 @@ DIAGNOSIS = (
 
 
 def diagnose(format_reward) -> str | None:
-    """The hint of the first mistake in DIAGNOSIS the function makes (None: none of them)."""
+    """The hint of the first mistake in DIAGNOSIS the function makes (None: none of them, or a function that gets even
+    the plainest answer wrong, which is no one mistake of the list)."""
+    try:
+        if format_reward("<think>a</think><answer>1</answer>") != 1.0 or format_reward("5") != 0.0:
+            return None
+    except Exception:
+        return None
     for text, want, hint in DIAGNOSIS:
         try:
             if format_reward(text) != want:

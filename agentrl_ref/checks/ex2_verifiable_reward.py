@@ -32,13 +32,15 @@ NO_BOX_HINT = ("TODO 1a：找不到 \\boxed{ 时要得到 -1、返回 None，不
                "str.index、str.rindex 找不到抛 ValueError。")
 LAST_BOX_HINT = "TODO 1a：模型可能写了好几个 \\boxed：取最后一个（str.rfind 从右边找，str.find 找到的是第一个）。"
 BOX_BRACE_HINT = "TODO 1a：要找的是 BOX（带着 {）：只找 \\boxed 的话，框后面再提一句 \\boxed 就会把真正的框盖掉。"
-FLOAT_HINT = ("TODO 2：直接把字符串交给 Fraction(s)，不要经过 float：0.1 经过 float 就成了一个和 1/10 差一点点的二进制分数，"
+FLOAT_HINT = ("TODO 2：直接把字符串交给 Fraction(s)，不要经过 float：0.1 经过 float 就成了一个和 1/10 差一点点的"
+              "二进制分数，"
               "只差最后一位的 20 位整数会变得相等；float('inf') 能解析，Fraction(float('inf')) 却抛 OverflowError，"
               "下面的 except 接不住。")
 FRACTION_HINT = "TODO 2：Fraction(s) 自己就认识 '3'、'-0.5'、'.5'、'1/2' 这些写法：返回 Fraction(s)。"
 NONE_HINT = ("TODO 3：判断“没化成数”要写 is None：pred is None or gold_v is None。Fraction(0) 的真值是 False，"
              "写成 not pred 会把答案 0 当成没化出来。")
-TRUNCATED_HINT = "TODO 1b：最后一个 \\boxed{ 到结尾都没闭合（输出被截断）：循环走完还没配对就返回 None，不要退回前面的框。"
+TRUNCATED_HINT = ("TODO 1b：最后一个 \\boxed{ 到结尾都没闭合（输出被截断）：循环走完还没配对就返回 None，"
+                  "不要退回前面的框。")
 EXCEPTION_HINTS = {
     ("TODO 1a", "ValueError"): NO_BOX_HINT,
     ("TODO 2", "OverflowError"): FLOAT_HINT,

@@ -29,7 +29,8 @@ IS_HINT = ("TODO 1：比较字符串的内容要用 ==，不要用 is：代码�
            "角色名内容相同，却是另一个对象。")
 RULE_IS_HINT = ("TODO 3：比较字符串的内容要用 ==（in 也是按 == 比），不要用 is：运行时读进来的 'assistant' "
                 "和字面量内容相同，却是另一个对象。")
-LENGTH_HINT = "TODO 2：最后一个位置没有下一个 token 可预测，第一个 token 也没有谁预测它：结果比 mask 短 1，不要再补一位。"
+LENGTH_HINT = ("TODO 2：最后一个位置没有下一个 token 可预测，第一个 token 也没有谁预测它：结果比 mask 短 1，"
+               "不要再补一位。")
 DIRECTION_HINT = ("TODO 2：shifted[t] = mask[t+1]：去掉 mask 的第一个元素（mask[1:]），不是最后一个。位置 4（最后一个 "
                   "user token）的 logits 预测 token 5（第一个 assistant token），这一项 loss 要算。")
 

@@ -24,11 +24,13 @@ SWAPPED_HINT = ("TODO 1：两支写反了：acc > 0.5（答对）走 1.0 - cos_f
 CORRECT_HINT = "TODO 1：答对的一支是 1.0 - cos_factor：L=0 得 1.0，沿半个余弦降到 L=max_len 的 0.0。"
 WRONG_HINT = ("TODO 1：答错的一支是 -1.0 + cos_factor：L=0 时 -1（又短又错罚得最重），随长度升到 0；"
               "它和答对的一支 1.0 - cos_factor 正好互为相反数。")
-CLAMP_HINT = ("TODO 1：两支都只用 cos_factor：它由截断到 1 的 ratio 算出。自己用 len(completion) / max_len 再算一遍就丢了截断，"
+CLAMP_HINT = ("TODO 1：两支都只用 cos_factor：它由截断到 1 的 ratio 算出。"
+              "自己用 len(completion) / max_len 再算一遍就丢了截断，"
               "过了 max_len，cos 会掉头往回走。")
 KEYS_HINT = ("TODO 2：两张表的 key 要完全一样：set(weights) == set(funcs)。只比个数、只查一边是另一边的子集，"
              "都会漏掉一种错。")
-SUM_HINT = "TODO 3：total 是每个分量乘以它自己的权重再相加：sum(weights[k] * scores[k] for k in weights)，不是分量的直接求和或平均。"
+SUM_HINT = ("TODO 3：total 是每个分量乘以它自己的权重再相加：sum(weights[k] * scores[k] for k in weights)，"
+            "不是分量的直接求和或平均。")
 ZIP_HINT = "TODO 3：按名字配对：weights[k] * scores[k]。两张表的书写顺序可以不同，按位置 zip 会配错。"
 COSINE_FIRST = ("先修好 TODO 1（cosine_length_reward）：这个例子的 cos_len 就是它算的。"
                 "上面 check(\"cosine_length_reward\") 全部通过以后，再看这里。")
@@ -178,7 +180,8 @@ def wrong_branch(cosine_length_reward):
     expect(numbers, "长度 {lengths}（max_len 256）：返回值不全是数", hint=hint, lengths=lengths)
     expect(all(-1.0 <= w <= 0.0 for w in wrong), "长度 {lengths}（max_len 256）答错时得到 {got}，应当都在 -1 和 0 之间",
            hint=hint, lengths=lengths, got=[_show(w) for w in wrong])
-    expect(all(a < b for a, b in zip(wrong, wrong[1:])), "长度 {lengths}（max_len 256）答错时得到 {got}，应当随长度上升",
+    expect(all(a < b for a, b in zip(wrong, wrong[1:])),
+           "长度 {lengths}（max_len 256）答错时得到 {got}，应当随长度上升",
            hint=hint, lengths=lengths, got=[_show(w) for w in wrong])
     expect(all(abs(w + r) <= 1e-9 for w, r in zip(wrong, right)),
            "同样长的回答，答错 {wrong}、答对 {right}，应当互为相反数",

@@ -27,11 +27,13 @@ SQUEEZE_HINT = ("TODO 1：只有一个训练 token 时 nonzero() 是 [1, 1]，sq
 EMPTY_HINT = ("TODO 1：mask 全为 0 时 nonzero() 是空的，不能在这里取 [-1]：nz 是全部下标（flatten()），"
               "下面写好的 if len(nz) > 0 会处理空的情况。")
 N_HINT = "TODO 2a：n 是 mask 里 1 的个数（loss_mask.sum().item()），不是序列长度 T：5 个训练 token 各得 1/5。"
-INDEX_HINT = ("TODO 2b：选位置要用布尔张量（loss_mask.bool()）：整数张量当下标，[0, 0, 1, 1, …] 选的是第 0 个、第 1 个元素，"
+INDEX_HINT = ("TODO 2b：选位置要用布尔张量（loss_mask.bool()）：整数张量当下标，"
+              "[0, 0, 1, 1, …] 选的是第 0 个、第 1 个元素，"
               "浮点张量根本不能当下标。")
 KL_ALL_HINT = "TODO 3：权重用 masked_kl（mask 为 0 处已清零），不用 kl_per_token：不训练的位置一分都不该分到。"
 KL_TOTAL_HINT = "TODO 3：分母是 total（masked_kl 的和，只加训练 token 上的 KL），不是全部 KL 的和：权重合起来要是 1。"
-SOFTMAX_HINT = "TODO 3：按比例分：masked_kl / total，不是 softmax：softmax 把 mask 为 0 的位置也分到了，而且不按 KL 的比例。"
+SOFTMAX_HINT = ("TODO 3：按比例分：masked_kl / total，不是 softmax：softmax 把 mask 为 0 的位置也分到了，"
+                "而且不按 KL 的比例。")
 KL_HINT = "TODO 3：权重 = masked_kl / total：训练 token 上的 KL 占它们总和的比例。"
 EXCEPTION_HINTS = {
     ("TODO 1", "RuntimeError"): TUPLE_HINT,

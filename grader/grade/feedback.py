@@ -7,9 +7,9 @@ The page is what `nbgrader generate_feedback` writes (its grade lookup; its temp
 templates/feedback_zh), built by the preprocessors the course's nbgrader_config.py gives GenerateFeedback
 (FEEDBACK, below): the scores from the gradebook, no hidden tests, no kernel output but the verdicts, which say
 what check() said (verdict.py, explain.py), and each test cell named by its first visible test
-(StudentFacingOutputs). MathJax comes from the feedback folder itself (mathjax.py), never from a CDN. `make grade` writes
-each page as soon as its notebook is recorded (WriteFeedback, after lists.RECORD in the writer thread). One
-notebook at a time, so a notebook nbconvert cannot render loses its own page and nothing else.
+(StudentFacingOutputs). MathJax comes from the feedback folder itself (mathjax.py), never from a CDN.
+`make grade` writes each page as soon as its notebook is recorded (WriteFeedback, after lists.RECORD in the
+writer thread). One notebook at a time, so a notebook nbconvert cannot render loses its own page and nothing else.
 """
 from __future__ import annotations
 
@@ -97,7 +97,8 @@ def _exporter(extra: tuple = ()) -> HTMLExporter:
     return exporters[extra]
 
 
-def write_feedback(nb: nbformat.NotebookNode, resources: dict, dest: Path, extra=(), mathjax: str | None = None) -> None:
+def write_feedback(nb: nbformat.NotebookNode, resources: dict, dest: Path, extra=(),
+                   mathjax: str | None = None) -> None:
     """The page into dest; mathjax: the URL of MathJax as the page loads it (mathjax.install), None for none."""
     resources = {**resources, "agentrl_mathjax": mathjax}
     body, _ = _exporter(tuple(extra)).from_notebook_node(nbformat.from_dict(nb), resources=resources)

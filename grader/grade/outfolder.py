@@ -142,7 +142,8 @@ def require(out: Path, kind: str) -> None:
     """SystemExit unless OUT is a grading output of this kind (the report after the shards writes into it)."""
     marker = _read_marker(Path(os.path.realpath(out)))
     if marker is None or marker["kind"] != kind:
-        raise SystemExit(f"OUT（{out}）不是{'分片' if kind == 'shards' else '单机'}评分的输出（没有 {MARKER}）：没有动它。"
+        raise SystemExit(f"OUT（{out}）不是{'分片' if kind == 'shards' else '单机'}评分的输出"
+                         f"（没有 {MARKER}）：没有动它。"
                          " / OUT is not a grading output of this kind")
 
 

@@ -262,7 +262,8 @@ def judge(cell, expected: list[tuple[str, Any]], redact: Redactor = NOTHING, tim
         if not values:
             reasons.append(f"{label}没有跑完（之前的代码出错或卡住了）")
             ran = any(n.startswith(VISIBLE) for n in want_names) and not failed and not reasons[:-1]
-            lines.append("✗ 隐藏测试：没有跑完" + (f"：{stopped}" if ran else "（上面的可见测试没有通过，这一格后面的代码没有运行）"))
+            lines.append("✗ 隐藏测试：没有跑完" + (f"：{stopped}" if ran
+                                                  else "（上面的可见测试没有通过，这一格后面的代码没有运行）"))
             hidden_said = True
             continue
         diff = difference(values[0], want, show=False, redact=redact)
