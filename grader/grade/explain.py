@@ -11,7 +11,8 @@ blank. Here the grader rebuilds the line check() printed:
 
 Nothing the kernel wrote is shown as text of its own: a template or a hint that is not the module's constant is
 dropped, a value is formatted here from plain JSON (the student's objects never run), quoted only when it holds
-nothing of a hidden test (redact.py) and cut to MAX_VALUE characters, and an exception is named only when it is a
+nothing of a hidden test (redact.py) or is the check module's own public text (a visible input), cut to MAX_VALUE
+characters, and an exception is named only when it is a
 built-in one. A student who forges the record can change only their own page, and only into the course's words.
 """
 from __future__ import annotations
@@ -20,7 +21,6 @@ import ast
 import builtins
 import functools
 import importlib.util
-import math
 import re
 import string
 from fractions import Fraction
@@ -54,6 +54,58 @@ def constants(exercise: str) -> frozenset[str]:
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 found.add(node.value)
     return frozenset(found)
+
+
+def _plain(value: Any) -> Any:
+    """A value as the grader decodes a recorded one: tuples as lists, for comparing with decoded values."""
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value
+
+
+@functools.cache
+def public_values(exercise: str) -> frozenset[str]:
+    """The texts of every value the exercise's check module holds (its constants, their elements, their repr()):
+    a visible test's input. A recorded value equal to one of them is the course's own public text, quoted even
+    where it happens to look like a hidden test's string (a hidden test may reuse a visible input)."""
+    import json
+    from importlib import import_module
+
+    found: set[str] = set(constants(exercise)) | {repr(c) for c in constants(exercise)}
+    try:
+        module = import_module(f"agentrl_ref.checks.{exercise}")
+    except ImportError:
+        return frozenset(found)
+    stack = [v for v in vars(module).values() if isinstance(v, (str, list, tuple, dict, int, float))]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            found.update((value, repr(value)))
+            continue
+        try:
+            found.add(json.dumps(_plain(value), ensure_ascii=False, sort_keys=True))
+        except (TypeError, ValueError):
+            pass
+        if isinstance(value, (list, tuple)):
+            stack.extend(value)
+        elif isinstance(value, dict):
+            stack.extend(value.values())
+    return frozenset(found)
+
+
+def _is_public(value: Any, public: frozenset[str]) -> bool:
+    import json
+
+    if isinstance(value, str):
+        return value in public
+    if isinstance(value, (list, dict)):
+        try:
+            return json.dumps(value, ensure_ascii=False, sort_keys=True) in public
+        except (TypeError, ValueError):
+            return False
+    return False
 
 
 @functools.cache
@@ -142,8 +194,8 @@ class _LineFormatter(string.Formatter):
     """str.format for a template of the course: fields are plain names of the given values (no attribute, no
     index), each value is formatted here, shown only if it holds nothing hidden, and cut to MAX_VALUE."""
 
-    def __init__(self, redact: Redactor):
-        self.redact = redact
+    def __init__(self, redact: Redactor, public: frozenset[str] = frozenset()):
+        self.redact, self.public = redact, public
 
     def get_field(self, field_name, args, kwargs):
         if not field_name.isidentifier():
@@ -155,7 +207,7 @@ class _LineFormatter(string.Formatter):
             text = format(value, format_spec)
         except (TypeError, ValueError):
             text = repr(value)
-        if self.redact.leaks(text) or self.redact.leaks(repr(value)):
+        if not _is_public(value, self.public) and (self.redact.leaks(text) or self.redact.leaks(repr(value))):
             return REDACTED_VALUE
         return text if len(text) <= MAX_VALUE else text[:MAX_VALUE - 1] + "…"
 
@@ -169,10 +221,10 @@ class _Shown(str):
     """A value already turned into text by !r: formatted as that text."""
 
 
-def _format(template: str, values: dict, redact: Redactor) -> str | None:
+def _format(template: str, values: dict, redact: Redactor, public: frozenset[str] = frozenset()) -> str | None:
     decoded = {str(k): decode(v) for k, v in values.items()} if isinstance(values, dict) else {}
     try:
-        return _LineFormatter(redact).vformat(template, (), decoded)
+        return _LineFormatter(redact, public).vformat(template, (), decoded)
     except (KeyError, IndexError, ValueError, TypeError, AttributeError):
         return None
 
@@ -197,9 +249,6 @@ def failure_line(exercise: str, record: Any, redact: Redactor = NOTHING) -> tupl
     hint = hint if isinstance(hint, str) and hint in allowed else ""
     if not (isinstance(template, str) and template in allowed):
         return "", hint
-    message = _format(template, _unwrap(record.get("values") or {}), redact)
+    message = _format(template, _unwrap(record.get("values") or {}), redact, public_values(exercise))
     return (message or ""), hint
 
-
-def is_number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and not math.isnan(x)

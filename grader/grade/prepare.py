@@ -199,7 +199,7 @@ def untouched(nb: nbformat.NotebookNode, release: nbformat.NotebookNode) -> bool
     return bool(blanks) and answers == blanks
 
 
-DEMO_PLACEHOLDER = "# (demo cell: not run while grading)"
+DEMO_PLACEHOLDER = "# （评分时不运行这一格：它只做演示，不计分）"
 
 
 def for_grading(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:

@@ -89,7 +89,6 @@ def student_table(subs: list[Submission], scores, maxima) -> list[str]:
 
 def summarize(subs: list[Submission], scores, maxima, header: list[str]) -> str:
     lines = ["# 评分汇总", "", *header, ""]
-    lines += student_table(subs, scores, maxima)
     for name in sorted(maxima):
         rows = [s for s in subs if s.assignment == name]
         totals = [_score(scores, s) for s in rows]
@@ -119,7 +118,9 @@ def summarize(subs: list[Submission], scores, maxima, header: list[str]) -> str:
         for s in flagged:
             lines.append(f"| {md_text(s.student)} | {s.assignment or '—'} | {s.status} | {_score(scores, s):g} "
                          f"| {md_text('；'.join(s.notes))} |")
-    return "\n".join(lines) + "\n"
+        lines.append("")
+    lines += student_table(subs, scores, maxima)
+    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 HEADERS = {

@@ -248,7 +248,9 @@ def judge(cell, expected: list[tuple[str, Any]], redact: Redactor = NOTHING, tim
                 lines += [f"✗ {heading}", f"    {message or '没有通过'}"] + ([f"    提示：{hint}"] if hint else [])
             elif not values:
                 reasons.append(f"{label}没有通过或没有跑完")
-                lines += [f"✗ {heading}", f"    没有跑完：{stopped}"]
+                earlier = any(other != test_id for other in failed)   # a test above it in the cell failed
+                lines += [f"✗ {heading}", "    没有运行：这一格上面的可见测试没有通过，后面的代码没有运行" if earlier
+                          else f"    没有跑完：{stopped}"]
             else:
                 diff = difference(values[0], want, show=True, redact=redact)
                 if diff:
