@@ -126,15 +126,16 @@ bench-grading: deps venv
 bench-serve: deps venv
 	PYTHONPATH=tests $(PY) bench/serve_latency.py
 
-# Instructors: autograde a folder of returned notebooks (see README). OUT, DB_URL, JOBS, SHARD, ISOLATION, FEEDBACK optional.
+# Instructors: autograde a folder of returned notebooks (see README). OUT, DB_URL, JOBS, SHARD, ISOLATION, FEEDBACK, NEW
+# optional. OUT is never wiped: graded again into it, only new or changed hand-ins are graded (NEW=yes: a new dated folder).
 # DB_URL reaches the grader in the environment (AGENTRL_DB_URL), never on a command line: it holds a password.
 OUT ?= grading-output
 ifneq ($(DB_URL),)
 grade grade-report release grade-service doctor: export AGENTRL_DB_URL := $(DB_URL)
 endif
 grade: venv
-	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=<folder> [OUT=grading-output] [DB_URL=postgresql://…] [JOBS=2] [SHARD=K/N] [ISOLATION=auto|cgroup|job|none] [FEEDBACK=no]" >&2; exit 2; }
-	$(PY) -m grader grade "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(SHARD),--shard $(SHARD)) $(if $(ISOLATION),--isolation $(ISOLATION)) $(if $(filter no,$(FEEDBACK)),--no-feedback)
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=<folder> [OUT=grading-output] [DB_URL=postgresql://…] [JOBS=2] [SHARD=K/N] [ISOLATION=auto|cgroup|job|none] [FEEDBACK=no] [NEW=yes]" >&2; exit 2; }
+	$(PY) -m grader grade "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(SHARD),--shard $(SHARD)) $(if $(ISOLATION),--isolation $(ISOLATION)) $(if $(filter no,$(FEEDBACK)),--no-feedback) $(if $(filter yes,$(NEW)),--new)
 
 # Instructors: grade each submission as it arrives in nbgrader's exchange (grader/serve/, README). The queue is in
 # the gradebook: DB_URL=postgresql://… (several workers, several machines). JOBS, SHOW, DEADLINE, MIN_INTERVAL optional;

@@ -2,7 +2,7 @@
 
     python -m grader grade SUBMISSIONS [--out DIR] [--jobs N] [--shard K/N] [--db-url URL | --db-url-file F]
                                        [--cell-timeout S] [--notebook-timeout S] [--memory-mb MB]
-                                       [--isolation LEVEL]
+                                       [--isolation LEVEL] [--no-feedback] [--new]
     python -m grader report --out DIR [--db-url URL | --db-url-file F]   # after every shard
     python -m grader serve --exchange DIR --course DIR [--jobs N] [--lease S] [--min-interval S]
                            [--show all|total|visible] [--deadline TIME] [--db-url-file F]
@@ -58,6 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     grade.add_argument("--no-feedback", action="store_true",
                        help="write no HTML feedback pages (grades and reports unchanged; faster)")
     grade.add_argument("--unsafe-no-sandbox", action="store_true", help="the same as --isolation=none")
+    grade.add_argument("--new", action="store_true",
+                       help="grade every hand-in again into a new dated folder beside OUT (by default, graded "
+                            "again into an earlier output, only new or changed hand-ins are graded)")
     _gradebook_options(grade)
 
     merge = commands.add_parser("report", help="the class's reports after every shard has run")
@@ -140,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         from grader.grade.pipeline import grade as run
 
         run(args.submissions, args.out, args.cell_timeout, args.notebook_timeout, _db_url(args), args.jobs,
-            isolation=isolation, limits=limits, shard=shard, feedback=not args.no_feedback)
+            isolation=isolation, limits=limits, shard=shard, feedback=not args.no_feedback, new=args.new)
     elif args.command == "serve":
         return _serve(args, parser)
     elif args.command == "report":

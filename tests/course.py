@@ -120,3 +120,12 @@ def cell_scores(course: Path, assignment: str) -> dict[str, dict[str, tuple[floa
             notebook = gb.find_submission_notebook(assignment, assignment, sub.student_id)
             out[sub.student_id] = {g.name: (g.score, g.max_score) for g in notebook.grades}
     return out
+
+
+def mutation_hints(assignment: str) -> dict[str, str | None]:
+    """label -> a piece of the one hint every failing visible test gives for that mistake (HINTS in
+    tests/mutations/<assignment>.py); None: its visible tests pass (a hidden test catches it)."""
+    path = ROOT / "tests" / "mutations" / f"{assignment}.py"
+    namespace: dict = {}
+    exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), namespace)
+    return namespace.get("HINTS", {})

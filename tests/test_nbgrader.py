@@ -14,7 +14,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course import ASSIGNMENTS, ROOT, filled, mutated_fills, mutations, reference_fills, student_notebook
+from course import ASSIGNMENTS, ROOT, filled, mutated_fills, mutation_hints, mutations, reference_fills, student_notebook
 from grader.grade.pipeline import grade
 
 MUTATION_TABLE: list[str] = []  # printed at the end of the run by conftest.pytest_terminal_summary
@@ -95,6 +95,26 @@ def test_feedback_for_every_graded_notebook(graded_class, name):
         if assignment == name:
             page = out / "feedback" / student / name / f"{name}.html"
             assert page.is_file(), page
+
+
+@pytest.mark.parametrize("name", ASSIGNMENTS)
+def test_each_mistakes_feedback_page_gives_its_hint_and_the_students_value(graded_class, name):
+    """The page of every realistic mistake says what check() said: a ✗ line with the value the student's code
+    gave ("得到 …"; or that it hung, or what it raised) and the mistake's one hint (tests/mutations/ HINTS), written by the grader from the records."""
+    import html
+
+    out, _, _ = graded_class
+    missing = []
+    for label in mutations(name):
+        want = mutation_hints(name)[label]
+        if want is None:
+            continue
+        page = html.unescape((out / "feedback" / ("mut-" + _slug(label)) / name / f"{name}.html")
+                             .read_text(encoding="utf-8"))
+        shown = any(word in page for word in ("得到", "程序卡住了", "抛出"))   # the value, a hang, an exception
+        if want not in page or not shown:
+            missing.append(label)
+    assert not missing, f"{name}: pages without their hint or the student's value: {missing}"
 
 
 def test_plain_nbgrader_autograde_in_the_course_folder_is_sandboxed_and_judged_outside(tmp_path, graded_class):

@@ -210,13 +210,15 @@ def test_colab_like_setup_cell_installs_the_package_from_the_site(site_url, tmp_
     assert probe.returncode != 0, "agentrl_ref must not be importable before the setup cell runs"
     name = "ex1_format_reward"
     nb = nbformat.reads(filled(name, reference_fills(name)), as_version=4)
-    assert nb.cells[0].metadata["nbgrader"]["grade_id"] == release.SETUP_ID
-    nb.cells.insert(1, _where_am_i(venv))
+    setup = next(i for i, c in enumerate(nb.cells)
+                 if c.metadata.get("nbgrader", {}).get("grade_id") == release.SETUP_ID)
+    assert nb.cells[setup - 1].source.startswith("# 练习 1"), "the setup cell is right below the title"
+    nb.cells.insert(setup + 1, _where_am_i(venv))
     env = {"AGENTRL_COURSE_SITE": f"{site_url}/", "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     workdir = tmp_path / "work"
     workdir.mkdir()
     _run(nb, workdir, _kernelspec(tmp_path, venv, env), monkeypatch)
-    assert "正在安装课程包" in _outputs(nb.cells[0])
+    assert "正在安装课程包" in _outputs(nb.cells[setup])
     checks = [c for c in nb.cells if c.cell_type == "code" and CHECK_CALL.search(c.source)]
     assert checks and all("全部通过" in _outputs(c) for c in checks)
     # what the site serves is what this checkout builds

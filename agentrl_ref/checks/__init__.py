@@ -31,6 +31,8 @@ import asyncio
 import contextlib
 import inspect
 import io
+import linecache
+import re
 import sys
 import traceback
 import unicodedata
@@ -38,9 +40,10 @@ from dataclasses import dataclass
 from importlib import import_module
 from typing import Any, Callable
 
-from agentrl_ref.checks.probes import probe, probe_async, probe_calls  # noqa: F401  (test cells import them here)
+from agentrl_ref.checks.probes import probe, probe_async, probe_calls  # noqa: F401  (test cells import them)
 
 BLANK = "_____"
+FAILED = "failed:"   # the record of a visible test that failed: run_test writes it, the grader reads it
 EXERCISES = ("ex1_format_reward", "ex2_verifiable_reward", "ex3_loss_mask",
              "ex4_async_rollout", "ex5_composite_reward", "ex6_token_credit", "ex7_agent_grpo")
 
@@ -49,8 +52,15 @@ class CheckFailure(AssertionError):
     """A visible test failed; the message is the Chinese report line.
 
     In Jupyter the failure shows as that one message, not as a traceback through this package
-    (IPython calls _render_traceback_); the cell still ends in an error, so Run All stops there and
-    nbgrader still counts the cell as failed."""
+    (IPython calls _render_traceback_); the cell still ends in an error, so nbgrader counts the cell as
+    failed (test cells are tagged raises-exception: Run All goes on with the cells below).
+
+    `failure` is the same line as data, for the grader to rebuild outside the kernel (grader/grade/verdict.py):
+    the template (a string constant of the check module), the values put into it, and the hint."""
+
+    def __init__(self, message: str = "", failure: dict | None = None):
+        super().__init__(message)
+        self.failure = failure or {}
 
     def _render_traceback_(self) -> list[str]:
         lines = [piece for line in str(self).split("\n") for piece in _wrap(line)]
@@ -101,10 +111,22 @@ def visible_test(exercise: str, part: str, title: str, needs: tuple[str, ...] | 
     return register
 
 
-def expect(ok: bool, what: str, *, hint: str = "") -> None:
-    """Fail the current visible test with a one-line Chinese explanation unless ok."""
+def expect(ok: bool, what: str, /, *, hint: str = "", **values: Any) -> None:
+    """Fail the current visible test with a one-line Chinese explanation unless ok.
+
+    `what` is a template (a string constant: str.format fields name the values given as keywords), so that the
+    grader can write the same line outside the kernel from the recorded values (never from the kernel's text):
+        expect(got == want, "输入 {text!r} 得到 {got!r}，期望 {want}", hint=HINT, text=text, got=got, want=want)
+    `hint` is one of the check module's string constants."""
     if not ok:
-        raise CheckFailure(what + (f"\n    提示：{hint}" if hint else ""))
+        fail(what, hint=hint, **values)
+
+
+def fail(what: str, /, *, hint: str = "", **values: Any) -> None:
+    """Fail the current visible test (expect's failing branch): raise CheckFailure."""
+    message = what.format(**values)
+    raise CheckFailure(message + (f"\n    提示：{hint}" if hint else ""),
+                       {"template": what, "values": values, "hint": hint})
 
 
 def _load_all() -> None:
@@ -133,22 +155,71 @@ def _unfilled_blank(exc: BaseException) -> str | None:
     return f"单元格第 {frame.lineno} 行{where}还有空没填：{(frame.line or '').strip()}"
 
 
-def _failure(exc: Exception) -> str:
-    """One line for a failed visible test: its own message, an unfilled blank, or what the student's code raised."""
+TODO = re.compile(r"#\s*(TODO\s*\d+[a-z]?)\b")
+TODO_LABEL = re.compile(r"\ATODO \d+[a-z]?\Z")   # what the grader accepts as a recorded TODO label
+
+
+def _student_frame(exc: BaseException):
+    """The innermost frame of the traceback that runs a notebook cell's code (not this package, not a library)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    for frame in reversed(frames):
+        name = frame.filename or ""
+        if name.startswith("<ipython-input") or "/ipykernel_" in name or name.startswith("<cell"):
+            return frame
+    return None
+
+
+def todo_of(exc: BaseException) -> str | None:
+    """'TODO 2' if the student's code that raised exc is under that TODO comment of its cell (the nearest one above
+    the failing line, in the same function), else None."""
+    frame = _student_frame(exc)
+    if frame is None or not frame.lineno:
+        return None
+    lines = linecache.getlines(frame.filename)
+    for line in reversed(lines[:frame.lineno]):
+        found = TODO.search(line)
+        if found:
+            return " ".join(found.group(1).split())
+        if line.lstrip().startswith(("def ", "class ", "async def ")):
+            return None
+    return None
+
+
+def exception_hint(exercise: str, todo: str | None, raised: str) -> str:
+    """The exercise's hint for this exception from the code of this TODO (its module's EXCEPTION_HINTS), or ''."""
+    try:
+        hints = getattr(import_module(f"agentrl_ref.checks.{exercise}"), "EXCEPTION_HINTS", {})
+    except ImportError:
+        return ""
+    return hints.get((todo, raised)) or hints.get((todo, None)) or ""
+
+
+def _failure(exc: Exception, exercise: str = "") -> tuple[str, dict]:
+    """One line for a failed visible test (its own message, an unfilled blank, or what the student's code raised,
+    and from which TODO), and the same as data for the grader (CheckFailure.failure)."""
     if isinstance(exc, CheckFailure):
-        return str(exc)
-    return _unfilled_blank(exc) or f"运行时抛出 {type(exc).__name__}: {exc}"
+        return str(exc), exc.failure
+    blank = _unfilled_blank(exc)
+    todo = todo_of(exc)
+    if blank:
+        return blank, {"blank": True, "todo": todo}
+    where = f"（出自 {todo} 那一行）" if todo else ""
+    hint = exception_hint(exercise, todo, type(exc).__name__)
+    message = f"运行时抛出 {type(exc).__name__}{where}: {exc}" + (f"\n    提示：{hint}" if hint else "")
+    return message, {"raised": type(exc).__name__, "todo": todo}
 
 
 def _run_one(test: VisibleTest, objects: list[Any]) -> tuple[bool, str, Any, str]:
-    """(passed, failure message, what the test observed: the raw outputs of the student's code it checked, what the
-    test printed: its details, shown under the report's heading)."""
+    """(passed, failure message, what the test observed: the raw outputs of the student's code it checked; on a
+    failure, the failure as data (CheckFailure.failure), what the test printed: its details, shown under the
+    report's heading)."""
     details = io.StringIO()
     try:
         with contextlib.redirect_stdout(details):
             observed = test.func(*objects)
     except Exception as exc:
-        return False, _failure(exc), None, details.getvalue()
+        message, failure = _failure(exc, test.test_id.split(".")[0])
+        return False, message, failure, details.getvalue()
     return True, "", observed, details.getvalue()
 
 
@@ -173,7 +244,8 @@ async def _run_one_async(test: VisibleTest, objects: list[Any]) -> tuple[bool, s
         with contextlib.redirect_stdout(details):
             observed = await test.func(*objects)
     except Exception as exc:
-        return False, _failure(exc), None, details.getvalue()
+        message, failure = _failure(exc, test.test_id.split(".")[0])
+        return False, message, failure, details.getvalue()
     return True, "", observed, details.getvalue()
 
 
@@ -186,11 +258,16 @@ def _run_or_hand_back(coro):
     return coro
 
 
+GO_ON = "（这一格记 0 分。下面的格照常运行；改好答案以后，重新运行答案格和这一格。）"
+
+
 def _finish(test: VisibleTest, ok: bool, message: str, observed: Any, details: str) -> None:
-    """run_test's ending: passed, the report and the observations as a grading record; failed, CheckFailure carrying
-    the report (printed once: as the cell's error, which is also what nbgrader's Validate shows)."""
+    """run_test's ending: passed, the report and the observations as a grading record; failed, the failure as a
+    grading record (FAILED; the grader writes the student's feedback from it) and CheckFailure carrying the report
+    (printed once: as the cell's error, which is also what nbgrader's Validate shows)."""
     if not ok:
-        raise CheckFailure(_report(test, ok, message, details))
+        probe(f"{FAILED}{test.test_id}", observed or {})
+        raise CheckFailure(_report(test, ok, message, details) + "\n" + GO_ON, observed)
     print(_report(test, ok, message, details))
     probe(f"visible:{test.test_id}", observed)
 

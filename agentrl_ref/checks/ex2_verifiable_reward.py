@@ -1,10 +1,17 @@
 """Visible tests of exercise 2 (verifiable reward): the seed page's table, box extraction, answers that must not
 crash. Each test returns what it observed (the student's outputs), which run_test records for grading.
 
+Every failing test gives the hint of the mistake `diagnose` finds first: each classic mistake of the three functions
+has an input of DIAGNOSIS that shows it and nothing else, in the order the functions depend on each other
+(accuracy_reward calls the other two), so a test of accuracy_reward that fails because extract_boxed_answer is wrong
+names extract_boxed_answer's TODO, not its own.
+
 An unfilled `_____` anywhere below accuracy_reward (say in extract_boxed_answer) raises NameError inside a
 call these tests make; they let that NameError through (_call), so that run_test and check() show
 "第 N 行还有空没填" instead of a row that "raised NameError".
 """
+from fractions import Fraction
+
 from agentrl_ref.checks import _is_blank, expect, visible_test
 
 EX = "ex2_verifiable_reward"
@@ -19,16 +26,61 @@ SEED_TABLE = [
     ("\\boxed{abc}", "5", 0.0),                # extracted, but not a number
 ]
 
-SEED_HINTS = [
-    "'0.5' 和 '1/2' 都应化成 Fraction(1, 2)：Fraction 自己就认识这两种写法。",
-    "框里还有大括号。要数括号：计数器回到 0 的那个 } 才和 \\boxed{ 配对，第一个 } 不是。",
-    "模型可能写了好几个 \\boxed：取最后一个（str.rfind 从右边找）。",
-    "找不到 \\boxed{ 时应返回 None 而不是抛异常（str.index 找不到会抛 ValueError，str.rfind 返回 -1）。",
-    "抠到的不是数：normalize_to_fraction 返回 None，accuracy_reward 返回 0.0。",
-]
+COUNT_HINT = ("TODO 1b：框里还有大括号，要数括号：计数器从 1 开始（\\boxed{ 自己的那个），回到 0 的那个 } 才和 "
+              "\\boxed{ 配对，第一个 } 不一定是。")
+NO_BOX_HINT = ("TODO 1a：找不到 \\boxed{ 时要得到 -1、返回 None，不能抛异常：str.rfind 找不到返回 -1，"
+               "str.index、str.rindex 找不到抛 ValueError。")
+LAST_BOX_HINT = "TODO 1a：模型可能写了好几个 \\boxed：取最后一个（str.rfind 从右边找，str.find 找到的是第一个）。"
+BOX_BRACE_HINT = "TODO 1a：要找的是 BOX（带着 {）：只找 \\boxed 的话，框后面再提一句 \\boxed 就会把真正的框盖掉。"
+FLOAT_HINT = ("TODO 2：直接把字符串交给 Fraction(s)，不要经过 float：0.1 经过 float 就成了一个和 1/10 差一点点的"
+              "二进制分数，"
+              "只差最后一位的 20 位整数会变得相等；float('inf') 能解析，Fraction(float('inf')) 却抛 OverflowError，"
+              "下面的 except 接不住。")
+FRACTION_HINT = "TODO 2：Fraction(s) 自己就认识 '3'、'-0.5'、'.5'、'1/2' 这些写法：返回 Fraction(s)。"
+NONE_HINT = ("TODO 3：判断“没化成数”要写 is None：pred is None or gold_v is None。Fraction(0) 的真值是 False，"
+             "写成 not pred 会把答案 0 当成没化出来。")
+TRUNCATED_HINT = ("TODO 1b：最后一个 \\boxed{ 到结尾都没闭合（输出被截断）：循环走完还没配对就返回 None，"
+                  "不要退回前面的框。")
+EXCEPTION_HINTS = {
+    ("TODO 1a", "ValueError"): NO_BOX_HINT,
+    ("TODO 2", "OverflowError"): FLOAT_HINT,
+    ("TODO 3", "TypeError"): NONE_HINT,
+}
 
-NEVER_RAISES_HINT = ("直接把字符串交给 Fraction：它对 'inf'、'nan' 抛 ValueError，正好被 except 接住。"
-                     "别再退回 float：Fraction(float('inf')) 抛的是 OverflowError，没人接。")
+# (which function, its arguments, what it must return, the hint when it does not): the first row a student's
+# functions get wrong names the mistake. Each row shows one mistake and passes every other.
+DIAGNOSIS = (
+    ("extract_boxed_answer", ("\\boxed{7}",), "7", COUNT_HINT),
+    ("extract_boxed_answer", ("\\boxed{\\frac{1}{2}}",), "\\frac{1}{2}", COUNT_HINT),
+    ("extract_boxed_answer", ("没有答案",), None, NO_BOX_HINT),
+    ("extract_boxed_answer", ("\\boxed{2}\n\\boxed{3}",), "3", LAST_BOX_HINT),
+    ("extract_boxed_answer", ("\\boxed{5}，这个命令叫 \\boxed",), "5", BOX_BRACE_HINT),
+    ("extract_boxed_answer", ("\\boxed{1}，不对，应该是 \\boxed{2",), None, TRUNCATED_HINT),
+    ("normalize_to_fraction", ("inf",), None, FLOAT_HINT),
+    ("normalize_to_fraction", ("0.1",), Fraction(1, 10), FLOAT_HINT),
+    ("normalize_to_fraction", ("1/2",), Fraction(1, 2), FRACTION_HINT),
+    ("accuracy_reward", ("\\boxed{0}", "0"), 1.0, NONE_HINT),
+    ("accuracy_reward", ("\\boxed{abc}", "5"), 0.0, NONE_HINT),
+)
+
+
+def diagnose(**functions) -> str | None:
+    """The hint of the first row of DIAGNOSIS the given functions get wrong (raising counts as wrong; rows of a
+    function not given are skipped); None if they get every row right."""
+    for name, args, want, hint in DIAGNOSIS:
+        fn = functions.get(name)
+        if fn is None:
+            continue
+        try:
+            got = fn(*args)
+        except Exception as exc:
+            if _is_blank(exc):
+                return None   # the failing test says which line still has a blank
+            return hint
+        if type(got) is not type(want) and not (isinstance(got, (int, float)) and isinstance(want, float)) \
+                or got != want:
+            return hint
+    return None
 
 
 def _call(fn, *args):
@@ -46,110 +98,106 @@ def _extract_each(extract_boxed_answer, cases) -> list:
     """extract_boxed_answer on each (text, expected, hint), checked in turn; what it returned."""
     observed = []
     for text, expected, hint in cases:
-        got = extract_boxed_answer(text)
+        got, exc = _call(extract_boxed_answer, text)
         observed.append(got)
-        expect(got == expected, f"extract_boxed_answer({text!r}) 得到 {got!r}，期望 {expected!r}", hint=hint)
+        hint = diagnose(extract_boxed_answer=extract_boxed_answer) or hint
+        expect(exc is None, "extract_boxed_answer({text!r}) 抛出了 {error}", hint=hint, text=text,
+               error=type(exc).__name__)
+        expect(got == expected, "extract_boxed_answer({text!r}) 得到 {got!r}，期望 {expected!r}", hint=hint,
+               text=text, got=got, expected=expected)
     return observed
 
 
+def _expect_reward(functions: dict, completion: str, gold: str, want: float, hint: str) -> float:
+    """accuracy_reward(completion, gold) must be want; the hint is the diagnosed mistake's, else the case's own."""
+    got, exc = _call(functions["accuracy_reward"], completion, gold)
+    if exc is not None or got != want:
+        hint = diagnose(**functions) or hint
+        expect(exc is None, "accuracy_reward({completion!r}, {gold!r}) 抛出了 {error}", hint=hint,
+               completion=completion, gold=gold, error=type(exc).__name__)
+        expect(False, "accuracy_reward({completion!r}, {gold!r}) 得到 {got!r}，期望 {want}", hint=hint,
+               completion=completion, gold=gold, got=got, want=want)
+    return got
+
+
+def _expect_fraction(functions: dict, s: str, want, hint: str):
+    """normalize_to_fraction(s) must be want (a Fraction, or None)."""
+    got, exc = _call(functions["normalize_to_fraction"], s)
+    if exc is not None or got != want or type(got) is not type(want):
+        hint = diagnose(**functions) or hint
+        expect(exc is None, "normalize_to_fraction({s!r}) 抛出了 {error}", hint=hint, s=s, error=type(exc).__name__)
+        expect(False, "normalize_to_fraction({s!r}) 得到 {got!r}，期望 {want!r}", hint=hint, s=s, got=got, want=want)
+    return got
+
+
 @visible_test(EX, "accuracy_reward", "原页面的测试表（5 个输入）")
-def seed_table(accuracy_reward):
-    results = []
-    for completion, gold, expected in SEED_TABLE:
-        got, exc = _call(accuracy_reward, completion, gold)
-        results.append((got, exc))
+def seed_table(accuracy_reward, extract_boxed_answer, normalize_to_fraction):
+    functions = dict(accuracy_reward=accuracy_reward, extract_boxed_answer=extract_boxed_answer,
+                     normalize_to_fraction=normalize_to_fraction)
+    results = [_call(accuracy_reward, completion, gold) for completion, gold, _ in SEED_TABLE]
+    for (completion, gold, expected), (got, exc) in zip(SEED_TABLE, results):
         shown = type(exc).__name__ if exc is not None else f"{got:.1f}" if isinstance(got, (int, float)) else repr(got)
         print(f"  {shown:>4}  期望 {expected:.1f}  | {completion[:30]!r}")
-    for (completion, gold, expected), (got, exc), hint in zip(SEED_TABLE, results, SEED_HINTS):
-        expect(exc is None, f"输入 {completion!r}（标准答案 {gold!r}）时抛出了 {type(exc).__name__}: {exc}", hint=hint)
-        expect(got == expected, f"输入 {completion!r}（标准答案 {gold!r}）得到 {got!r}，期望 {expected}", hint=hint)
-    return [got for got, _ in results]
+    hints = (FRACTION_HINT, COUNT_HINT, LAST_BOX_HINT, NO_BOX_HINT, NONE_HINT)
+    return [_expect_reward(functions, completion, gold, expected, hint)
+            for (completion, gold, expected), hint in zip(SEED_TABLE, hints)]
 
 
 @visible_test(EX, "accuracy_reward", "抽取：嵌套的大括号、最后一个 \\boxed、没有 \\boxed")
 def extract_boxes(extract_boxed_answer):
     cases = [
-        ("\\boxed{\\frac{1}{2}}", "\\frac{1}{2}", SEED_HINTS[1]),
-        ("\\boxed{2}\n\\boxed{3}", "3", SEED_HINTS[2]),
-        ("First \\boxed{1}, then \\boxed{\\frac{3}{4}}.", "\\frac{3}{4}", SEED_HINTS[2]),
-        ("没有答案", None, SEED_HINTS[3]),
+        ("\\boxed{\\frac{1}{2}}", "\\frac{1}{2}", COUNT_HINT),
+        ("\\boxed{2}\n\\boxed{3}", "3", LAST_BOX_HINT),
+        ("First \\boxed{1}, then \\boxed{\\frac{3}{4}}.", "\\frac{3}{4}", LAST_BOX_HINT),
+        ("没有答案", None, NO_BOX_HINT),
     ]
     return _extract_each(extract_boxed_answer, cases)
 
 
 @visible_test(EX, "accuracy_reward", "模型写出 inf、nan、1/0 或者没写框时返回 None / 0.0，不抛异常")
-def never_raises(normalize_to_fraction, accuracy_reward):
-    observed = []
-    for s in ["inf", "nan", "1/0"]:
-        got, exc = _call(normalize_to_fraction, s)
-        expect(exc is None, f"normalize_to_fraction({s!r}) 抛出了 {type(exc).__name__}: {exc}", hint=NEVER_RAISES_HINT)
-        expect(got is None, f"normalize_to_fraction({s!r}) 得到 {got!r}，期望 None", hint=NEVER_RAISES_HINT)
-        observed.append(got)
-    got, exc = _call(accuracy_reward, "答案是 7，但是没写框", "7")
-    expect(exc is None, f"accuracy_reward('答案是 7，但是没写框', '7') 抛出了 {type(exc).__name__}: {exc}",
-           hint=SEED_HINTS[3])
-    expect(got == 0.0, f"accuracy_reward('答案是 7，但是没写框', '7') 得到 {got!r}，期望 0.0", hint=SEED_HINTS[3])
-    observed.append(got)
-    got, exc = _call(accuracy_reward, "\\boxed{inf}", "1")
-    expect(exc is None, f"accuracy_reward('\\\\boxed{{inf}}', '1') 抛出了 {type(exc).__name__}: {exc}",
-           hint=NEVER_RAISES_HINT)
-    expect(got == 0.0, f"accuracy_reward('\\\\boxed{{inf}}', '1') 得到 {got!r}，期望 0.0", hint=NEVER_RAISES_HINT)
-    observed.append(got)
+def never_raises(normalize_to_fraction, accuracy_reward, extract_boxed_answer):
+    functions = dict(accuracy_reward=accuracy_reward, extract_boxed_answer=extract_boxed_answer,
+                     normalize_to_fraction=normalize_to_fraction)
+    observed = [_expect_fraction(functions, s, None, FLOAT_HINT) for s in ["inf", "nan", "1/0"]]
+    observed.append(_expect_reward(functions, "答案是 7，但是没写框", "7", 0.0, NO_BOX_HINT))
+    observed.append(_expect_reward(functions, "\\boxed{inf}", "1", 0.0, FLOAT_HINT))
     return observed
 
 
-@visible_test(EX, "accuracy_reward", "\\frac 的几种写法：\\dfrac、\\tfrac、前面的负号")
-def frac_forms(normalize_to_fraction, accuracy_reward):
-    from fractions import Fraction
+FRAC_HINT = "\\dfrac、\\tfrac 和负号由格子里写好的 FRAC 正则改写成 a/b，再交给 Fraction：TODO 2 只要 Fraction(s)。"
 
-    hint = "\\dfrac、\\tfrac 和负号由格子里写好的 FRAC 正则改写成 a/b，再交给 Fraction：TODO 2 只要 Fraction(s)。"
-    observed = []
+
+@visible_test(EX, "accuracy_reward", "\\frac 的几种写法：\\dfrac、\\tfrac、前面的负号")
+def frac_forms(normalize_to_fraction, accuracy_reward, extract_boxed_answer):
+    functions = dict(accuracy_reward=accuracy_reward, extract_boxed_answer=extract_boxed_answer,
+                     normalize_to_fraction=normalize_to_fraction)
     forms = (("\\dfrac{3}{4}", Fraction(3, 4)), ("-\\frac{1}{2}", Fraction(-1, 2)), ("\\tfrac{2}{6}", Fraction(1, 3)))
-    for s, want in forms:
-        got, exc = _call(normalize_to_fraction, s)
-        expect(exc is None, f"normalize_to_fraction({s!r}) 抛出了 {type(exc).__name__}: {exc}", hint=hint)
-        expect(got == want, f"normalize_to_fraction({s!r}) 得到 {got!r}，期望 {want!r}", hint=hint)
-        observed.append(got)
-    got, exc = _call(accuracy_reward, "所以 \\boxed{-\\dfrac{1}{4}}", "-0.25")
-    expect(exc is None and got == 1.0, f"accuracy_reward('所以 \\\\boxed{{-\\\\dfrac{{1}}{{4}}}}', '-0.25') 得到 "
-           f"{type(exc).__name__ if exc else repr(got)}，期望 1.0", hint=hint)
-    return observed + [got]
+    observed = [_expect_fraction(functions, s, want, FRAC_HINT) for s, want in forms]
+    return observed + [_expect_reward(functions, "所以 \\boxed{-\\dfrac{1}{4}}", "-0.25", 1.0, FRAC_HINT)]
 
 
 @visible_test(EX, "accuracy_reward", "框后面又提到 \\boxed、最后一个框没闭合、空框")
 def extract_edge_cases(extract_boxed_answer):
     cases = [
-        ("\\boxed{5}，这个命令叫 \\boxed", "5",
-         "要找的是 BOX（带着 {）：只找 \\boxed 的话，框后面再提一句 \\boxed 就会把真正的框盖掉。"),
-        ("\\boxed{1}，不对，应该是 \\boxed{2", None,
-         "最后一个 \\boxed{ 到结尾都没闭合（输出被截断）：返回 None，不要退回前面的框。"),
-        ("答：\\boxed{}", "", "空框的内容是空字符串：计数器在紧跟着的 } 上就回到 0。"),
+        ("\\boxed{5}，这个命令叫 \\boxed", "5", BOX_BRACE_HINT),
+        ("\\boxed{1}，不对，应该是 \\boxed{2", None, TRUNCATED_HINT),
+        ("答：\\boxed{}", "", "TODO 1b：空框的内容是空字符串：计数器在紧跟着的 } 上就回到 0。"),
     ]
     return _extract_each(extract_boxed_answer, cases)
 
 
-EXACT_HINT = ("比较要精确：Fraction(s) 直接读字符串。经过 float 的话，只差最后一位的 20 位整数会变得相等，"
-              "0.1 也变成一个和 1/10 差一点点的二进制分数。")
-
-
 @visible_test(EX, "accuracy_reward", "精确比较：不经过浮点数")
-def exact(normalize_to_fraction, accuracy_reward):
-    from fractions import Fraction
-
-    got = normalize_to_fraction("0.1")
-    expect(got == Fraction(1, 10), f"normalize_to_fraction('0.1') 得到 {got!r}，期望 Fraction(1, 10)", hint=EXACT_HINT)
-    big = accuracy_reward("\\boxed{10000000000000000001}", "10000000000000000000")
-    expect(big == 0.0, f"accuracy_reward('\\\\boxed{{10000000000000000001}}', '10000000000000000000') 得到 {big!r}，"
-           "期望 0.0（两个数差 1）", hint=EXACT_HINT)
+def exact(normalize_to_fraction, accuracy_reward, extract_boxed_answer):
+    functions = dict(accuracy_reward=accuracy_reward, extract_boxed_answer=extract_boxed_answer,
+                     normalize_to_fraction=normalize_to_fraction)
+    got = _expect_fraction(functions, "0.1", Fraction(1, 10), FLOAT_HINT)
+    big = _expect_reward(functions, "\\boxed{10000000000000000001}", "10000000000000000000", 0.0, FLOAT_HINT)
     return [got, big]
 
 
 @visible_test(EX, "accuracy_reward", "标准答案是 0 的题")
-def zero_answer(accuracy_reward):
-    hint = "Fraction(0) 的真值是 False：判断“没化出来”要写 is None，不能写 not pred。"
-    observed = []
-    for completion, gold, want in (("答：\\boxed{0}", "0.0", 1.0), ("\\boxed{0}", "3", 0.0)):
-        got = accuracy_reward(completion, gold)
-        observed.append(got)
-        expect(got == want, f"accuracy_reward({completion!r}, {gold!r}) 得到 {got!r}，期望 {want}", hint=hint)
-    return observed
+def zero_answer(accuracy_reward, extract_boxed_answer, normalize_to_fraction):
+    functions = dict(accuracy_reward=accuracy_reward, extract_boxed_answer=extract_boxed_answer,
+                     normalize_to_fraction=normalize_to_fraction)
+    return [_expect_reward(functions, completion, gold, want, NONE_HINT)
+            for completion, gold, want in (("答：\\boxed{0}", "0.0", 1.0), ("\\boxed{0}", "3", 0.0))]

@@ -2,6 +2,10 @@
 and the ChatML rule on a real tokenized conversation. Each test returns what it observed (the masks,
 the rule's raw answers), which run_test records for grading.
 
+Every failing test gives the hint of the mistake its function's diagnosis finds first (diagnose_mask,
+diagnose_shift, diagnose_rule): a wrong role condition before the `is` comparison, which only shows on names
+read at run time, so that a test about names from data does not blame `is` for a condition that is wrong anyway.
+
 The expected ChatML rule is written out below (_PART_CASES), not imported: the reference answer
 (agentrl_ref.loss_mask) is not in exercise 3's grading sandbox."""
 from agentrl_ref.checks import expect, visible_test
@@ -19,6 +23,47 @@ SEED_SPANS = [
 SEED_RAW = [0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 1, 1]
 SEED_SHIFTED = [0, 0, 0, 0, 1, 1, 1, 0, 0, 1, 1]
 
+ROLE_HINT = ("TODO 1：只有 assistant 段是 1；system、user、tool 都是外界给的 observation，应为 0。"
+             "条件只看 role：role == \"assistant\"。")
+IS_HINT = ("TODO 1：比较字符串的内容要用 ==，不要用 is：代码里写死的字面量碰巧是同一个对象，从文件、分词器读进来的"
+           "角色名内容相同，却是另一个对象。")
+RULE_IS_HINT = ("TODO 3：比较字符串的内容要用 ==（in 也是按 == 比），不要用 is：运行时读进来的 'assistant' "
+                "和字面量内容相同，却是另一个对象。")
+LENGTH_HINT = ("TODO 2：最后一个位置没有下一个 token 可预测，第一个 token 也没有谁预测它：结果比 mask 短 1，"
+               "不要再补一位。")
+DIRECTION_HINT = ("TODO 2：shifted[t] = mask[t+1]：去掉 mask 的第一个元素（mask[1:]），不是最后一个。位置 4（最后一个 "
+                  "user token）的 logits 预测 token 5（第一个 assistant token），这一项 loss 要算。")
+
+
+def _names_from_data(text: str, sep: str = ",") -> list[str]:
+    """Names as a tokenizer or a JSON file hands them over: equal to the literals, never the same objects."""
+    return ["".join(list(name)) for name in text.split(sep)]
+
+
+def diagnose_mask(build_loss_mask) -> str | None:
+    """TODO 1's mistake: the role condition (on literal names), else `is` (names read at run time)."""
+    try:
+        if list(build_loss_mask(list(range(12)), SEED_SPANS)) != SEED_RAW:
+            return ROLE_HINT
+        spans = [(role, a, b) for (_, a, b), role in zip(SEED_SPANS, _names_from_data("system,user,assistant,tool,"
+                                                                                     "assistant"))]
+        if list(build_loss_mask(list(range(12)), spans)) != SEED_RAW:
+            return IS_HINT
+    except Exception:  # the failing test reports what the student's code raised
+        return None
+    return None
+
+
+def diagnose_shift(shift_mask_for_clm) -> str | None:
+    """TODO 2's mistake: the length, else the direction."""
+    try:
+        shifted = list(shift_mask_for_clm(list(SEED_RAW)))
+    except Exception:
+        return None
+    if len(shifted) != len(SEED_RAW) - 1:
+        return LENGTH_HINT
+    return DIRECTION_HINT if shifted != SEED_SHIFTED else None
+
 
 @visible_test(EX, "loss_mask", "原页面的轨迹：raw mask（12 个 token）")
 def seed_raw_mask(build_loss_mask):
@@ -26,12 +71,13 @@ def seed_raw_mask(build_loss_mask):
     print(f"  raw mask: {mask}")
     print(f"  期望:     {SEED_RAW}")
     mask = list(mask)
-    expect(len(mask) == 12, f"mask 的长度是 {len(mask)}，期望 12（和 token_ids 一样长）")
+    expect(len(mask) == 12, "原页面的 12 个 token：mask 的长度是 {n}，期望 12（和 token_ids 一样长）",
+           hint="mask = [0] * len(token_ids) 已经写好：TODO 1 只决定哪些位置改成 1。", n=len(mask))
     for role, start, end in SEED_SPANS:
         got, want = mask[start:end], SEED_RAW[start:end]
-        hint = ("只有 assistant 段是 1；system、user、tool 都是 observation，应为 0。" if role != "assistant"
-                else "assistant 段的每个 token 都要是 1。")
-        expect(got == want, f"{role} 段 token[{start}:{end}] 得到 {got}，期望 {want}", hint=hint)
+        expect(got == want, "原页面的轨迹 {spans}：{role} 段 token[{start}:{end}] 得到 {got}，期望 {want}",
+               hint=diagnose_mask(build_loss_mask) or ROLE_HINT, spans=SEED_SPANS, role=role, start=start, end=end,
+               got=got, want=want)
     return mask
 
 
@@ -41,24 +87,21 @@ def seed_shifted_mask(shift_mask_for_clm):
     print(f"  shifted:  {shifted}")
     print(f"  期望:     {SEED_SHIFTED}")
     print(f"  loss tokens: {sum(shifted)} / {len(shifted)}   （期望 {sum(SEED_SHIFTED)} / {len(SEED_SHIFTED)}）")
-    expect(len(shifted) == len(SEED_RAW) - 1,
-           f"输入 12 个 token 的 mask，得到长度 {len(shifted)}，期望 11",
-           hint="最后一个位置没有下一个 token 可预测，第一个 token 也没有谁预测它：结果比 mask 短 1。")
-    expect(shifted[4] == 1, f"shifted[4] 是 {shifted[4]}，期望 1",
-           hint="位置 4（最后一个 user token）的 logits 预测 token 5（第一个 assistant token），这个 loss 要算："
-                "shifted[t] = mask[t+1]。")
-    expect(shifted == SEED_SHIFTED, f"得到 {shifted}，期望 {SEED_SHIFTED}",
-           hint="shifted[t] = mask[t+1]：向左移一位，而不是向右。")
+    expect(shifted == SEED_SHIFTED, "输入原页面的 raw mask {mask}，得到 {got}（长度 {n}），期望 {want}（长度 11）",
+           hint=diagnose_shift(shift_mask_for_clm) or DIRECTION_HINT, mask=SEED_RAW, got=shifted, n=len(shifted),
+           want=SEED_SHIFTED)
     return shifted
 
 
 _PART_CASES = [  # (role, part, trained?) and why, for the hint
-    ("assistant", "header", False, "<|im_start|>assistant\\n 是模板写的（生成提示），不是模型生成的。"),
-    ("assistant", "content", True, "assistant 的正文是模型生成的，要训练。"),
-    ("assistant", "end", True, "<|im_end|> 要训练，否则模型学不会停下来。"),
-    ("tool", "content", False, "tool 的输出是环境给的 observation，永远不训练。"),
-    ("user", "content", False, "user 的话是输入，不训练。"),
-    ("tool", "end", False, "tool 消息的 <|im_end|> 也是模板写的，不训练。"),
+    ("assistant", "header", False, "TODO 3：<|im_start|>assistant\\n 是模板写的（生成提示），不是模型生成的，不训练。"),
+    ("assistant", "content", True, "TODO 3：assistant 的正文是模型生成的，要训练。"),
+    ("assistant", "end", True, "TODO 3：assistant 的 <|im_end|> 要训练，否则模型学不会停下来。"),
+    ("tool", "content", False, "TODO 3：tool 的输出是环境给的 observation，永远不训练。"),
+    ("user", "content", False, "TODO 3：user 的话是输入，不训练。"),
+    ("tool", "end", False, "TODO 3：tool 消息的 <|im_end|> 也是模板写的，不训练。"),
+    ("system", "content", False, "TODO 3：system 提示是输入，不训练。"),
+    ("assistant", "sep", False, "TODO 3：两轮之间的换行（sep）是模板写的，不训练。"),
 ]
 
 
@@ -67,15 +110,35 @@ def _rule_of_the_cases(role: str, part: str) -> bool:
     return any(r == role and p == part and trained for r, p, trained, _ in _PART_CASES)
 
 
+def diagnose_rule(is_trainable) -> str | None:
+    """TODO 3's mistake: the first case of the rule it gets wrong (literal names), else `is` (names read at run
+    time)."""
+    try:
+        for role, part, want, why in _PART_CASES:
+            if bool(is_trainable(role, part)) != want:
+                return why
+        roles = _names_from_data(",".join(role for role, _, _, _ in _PART_CASES))
+        parts = _names_from_data(",".join(part for _, part, _, _ in _PART_CASES))
+        if any(bool(is_trainable(r, p)) != want for r, p, (_, _, want, _) in zip(roles, parts, _PART_CASES)):
+            return RULE_IS_HINT
+    except Exception:
+        return None
+    return None
+
+
 @visible_test(EX, "is_trainable", "ChatML 的规则：header、正文、<|im_end|> 各训练哪些")
 def chatml_rule(is_trainable):
-    answers = [is_trainable(role, part) for role, part, _, _ in _PART_CASES]
-    for (role, part, want, _), got in zip(_PART_CASES, answers):
+    cases = _PART_CASES[:6]
+    answers = [is_trainable(role, part) for role, part, _, _ in cases]
+    for (role, part, want, _), got in zip(cases, answers):
         print(f"  {role:9s} {part:8s} -> {int(bool(got))}   期望 {int(want)}")
-    for (role, part, want, why), got in zip(_PART_CASES, answers):
+    for (role, part, want, why), got in zip(cases, answers):
         expect(isinstance(got, (bool, int)) and got in (0, 1),
-               f"is_trainable({role!r}, {part!r}) 返回了 {got!r}，应返回 True 或 False")
-        expect(bool(got) == want, f"is_trainable({role!r}, {part!r}) 得到 {got!r}，期望 {want}", hint=why)
+               "is_trainable({role!r}, {part!r}) 返回了 {got!r}，应返回 True 或 False",
+               hint="TODO 3：keep 是一个条件表达式（比较、and、in），它的值就是 True 或 False。",
+               role=role, part=part, got=got)
+        expect(bool(got) == want, "is_trainable({role!r}, {part!r}) 得到 {got!r}，期望 {want}",
+               hint=diagnose_rule(is_trainable) or why, role=role, part=part, got=got, want=want)
     return answers
 
 
@@ -88,7 +151,8 @@ def names_from_data(is_trainable):
     answers = [is_trainable(role, part) for role, part in zip(roles, parts)]
     for (role, part, want), got in zip(cases, answers):
         print(f"  {role:9s} {part:8s} -> {int(bool(got))}   期望 {int(want)}")
-        expect(bool(got) == want, f"运行时读进来的 {role!r}、{part!r}：得到 {got!r}，期望 {want}", hint=IS_HINT)
+        expect(bool(got) == want, "运行时读进来的 {role!r}、{part!r}：得到 {got!r}，期望 {want}",
+               hint=diagnose_rule(is_trainable) or RULE_IS_HINT, role=role, part=part, got=got, want=want)
     return answers
 
 
@@ -103,19 +167,10 @@ def real_conversation(is_trainable):
     want = loss_mask_from_tokens(chat, _rule_of_the_cases)
     print(f"  {len(chat)} 个 token，训练其中 {sum(got)} 个（期望 {sum(want)} 个）")
     for t, (g, w) in enumerate(zip(got, want)):
-        label = token_label(chat.pieces[t])
-        expect(g == w, f"token {t} {label!r}（{chat.roles[t]} 的 {chat.parts[t]}）得到 {g}，期望 {w}",
-               hint="只训练 assistant 的正文和它的 <|im_end|>。")
+        expect(g == w, "真实对话的 token {t} {label!r}（{role} 的 {part}）得到 {got}，期望 {want}",
+               hint=diagnose_rule(is_trainable) or "TODO 3：只训练 assistant 的正文和它的 <|im_end|>。",
+               t=t, label=token_label(chat.pieces[t]), role=chat.roles[t], part=chat.parts[t], got=g, want=w)
     return answers
-
-
-IS_HINT = ("比较字符串的内容要用 ==，不要用 is：代码里写死的字面量碰巧是同一个对象，从文件、分词器读进来的"
-           "角色名内容相同，却是另一个对象。")
-
-
-def _names_from_data(text: str, sep: str = ",") -> list[str]:
-    """Names as a tokenizer or a JSON file hands them over: equal to the literals, never the same objects."""
-    return ["".join(list(name)) for name in text.split(sep)]
 
 
 @visible_test(EX, "loss_mask", "从数据里读进来的角色名（内容相同、不是同一个对象）")
@@ -125,26 +180,29 @@ def roles_from_data(build_loss_mask):
     want = [0, 0, 0, 1, 1, 0, 1, 1]
     mask = list(build_loss_mask(list(range(8)), spans))
     print(f"  mask: {mask}   期望 {want}")
-    expect(mask == want, f"角色名是运行时读进来的字符串：得到 {mask}，期望 {want}", hint=IS_HINT)
+    expect(mask == want, "角色名是运行时读进来的字符串 {spans}：得到 {got}，期望 {want}",
+           hint=diagnose_mask(build_loss_mask) or IS_HINT, spans=spans, got=mask, want=want)
     return mask
 
 
 @visible_test(EX, "loss_mask", "边界情况：空轨迹、长度为 0 的段、相邻的两段、不在任何段里的 token、不改动输入")
 def edge_cases(build_loss_mask):
     cases = [
-        ([], [], [], "空轨迹：没有 token，mask 也是空列表。"),
-        ([7, 8, 9, 10], [("assistant", 2, 2)], [0, 0, 0, 0], "长度为 0 的段（start == end）不含任何 token。"),
-        (list(range(6)), [("assistant", 0, 3), ("assistant", 3, 6)], [1] * 6, "首尾相接的两段 assistant 都要记 1。"),
+        ([], [], [], "TODO 1：空轨迹：没有 token，mask 也是空列表。"),
+        ([7, 8, 9, 10], [("assistant", 2, 2)], [0, 0, 0, 0], "TODO 1：长度为 0 的段（start == end）不含任何 token。"),
+        (list(range(6)), [("assistant", 0, 3), ("assistant", 3, 6)], [1] * 6,
+         "TODO 1：首尾相接的两段 assistant 都要记 1。"),
         (list(range(6)), [("user", 0, 2), ("assistant", 4, 6)], [0, 0, 0, 0, 1, 1],
-         "不属于任何一段的 token（这里是 2、3）记 0。"),
+         "TODO 1：不属于任何一段的 token（这里是 2、3）记 0。"),
     ]
     observed = []
     for ids, spans, want, hint in cases:
         kept_ids, kept_spans = list(ids), list(spans)
         mask = build_loss_mask(ids, spans)
         observed.append(mask)
-        expect(list(mask) == want, f"build_loss_mask({kept_ids}, {kept_spans}) 得到 {mask}，期望 {want}", hint=hint)
+        expect(list(mask) == want, "build_loss_mask({ids}, {spans}) 得到 {got}，期望 {want}",
+               hint=diagnose_mask(build_loss_mask) or hint, ids=kept_ids, spans=kept_spans, got=mask, want=want)
         expect(ids == kept_ids and spans == kept_spans,
-               f"调用之后传进来的 token_ids 或 role_spans 被改了：{ids}、{spans}",
-               hint="新建一个列表来放 mask（[0] * len(token_ids)），不要改动调用者的列表。")
+               "调用之后传进来的 token_ids 或 role_spans 被改了：{ids}、{spans}",
+               hint="新建一个列表来放 mask（[0] * len(token_ids)），不要改动调用者的列表。", ids=ids, spans=spans)
     return observed

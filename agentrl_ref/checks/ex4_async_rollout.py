@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import random
 
-from agentrl_ref.checks import CheckFailure, expect, visible_test
+from agentrl_ref.checks import expect, fail, visible_test
 from agentrl_ref.checks.probes import cancel_all, finish_within, spin, task_state
 
 EX = "ex4_async_rollout"
@@ -23,6 +23,89 @@ PART = "AsyncRolloutBuffer"
 
 HANG_HINT = ("put() 之后要把等待的 trainer 叫醒（记得调用方法，不只是写出它的名字）；"
              "wait_for 的条件是“至少攒够一个 batch”。")
+DEQUE_INT_HINT = ("TODO 1：deque 的第一个参数是初始元素（一个可迭代对象），deque(max_capacity) 会去遍历一个整数："
+                  "容量要写成关键字参数 deque(maxlen=max_capacity)。")
+MAXLEN_HINT = "TODO 1：队列最多 max_capacity 条：deque(maxlen=max_capacity) 满了以后自动丢掉最左边（最老）的一条。"
+CAPACITY_HINT = ("TODO 1：容量是 max_capacity，不是 batch_size：deque(maxlen=max_capacity)。只装得下一个 batch 的队列，"
+                 "放得比取得快时就会丢轨迹。")
+STRICT_HINT = ("TODO 3：条件要用 >=，不是 >：队列里正好 batch_size 条时就该交出去，"
+               "否则最后一个满 batch 永远等不到第 batch_size + 1 条。")
+EQUAL_HINT = ("TODO 3：条件是“至少 batch_size 条”（>=），不是“恰好 batch_size 条”（==）："
+              "多出来的轨迹会让 trainer 一直等下去。")
+TOO_WEAK_HINT = ("TODO 3：wait_for 的条件要保证醒来时已经攒够一个 batch：len(self.buf) >= self.batch_size。"
+                 "条件太宽（有数据就行、或者不等），popleft 会取到空队列，或者交出残缺的 batch。")
+CALL_HINT = "TODO 2：put() 之后要叫醒等待的协程：self.cond.notify_all()，带括号才是调用，只写出方法的名字什么也不做。"
+NOTIFY_ALL_HINT = ("TODO 2：要用 notify_all()，不是 notify()：notify() 只叫醒一个等待者，它恰好被取消时这次唤醒就丢了。"
+                   "有几个 trainer 在等时要叫醒全部，让它们各自检查条件。")
+EVERY_PUT_HINT = ("TODO 2：每次 put 都要 notify_all()：Condition 上可能有人在等别的条件。别在 put 里自己判断"
+                  "“够不够一个 batch”再决定叫不叫：判断条件是等待者自己的事（wait_for）。")
+EXCEPTION_HINTS = {
+    ("TODO 1", "TypeError"): DEQUE_INT_HINT,
+    ("TODO 3", "IndexError"): TOO_WEAK_HINT,
+}
+DIAGNOSIS_TURNS = 2_000   # a right buffer finishes every scenario below in a few dozen turns of the loop
+
+
+async def _settles(awaitable) -> asyncio.Future | None:
+    return await finish_within(awaitable, DIAGNOSIS_TURNS)
+
+
+async def diagnose(AsyncRolloutBuffer) -> str | None:
+    """The mistake in the class, one TODO at a time in the order they depend on each other: the deque (TODO 1),
+    then the wait condition on a queue that is already full enough (TODO 3, no wake-up needed), then the
+    wake-up (TODO 2: one trainer, two trainers of which one is cancelled, a coroutine waiting for another
+    condition). None: none of the classic mistakes shows."""
+    try:
+        buf = AsyncRolloutBuffer(batch_size=2, max_capacity=4)
+    except TypeError:
+        return DEQUE_INT_HINT
+    except Exception:
+        return None
+    try:
+        if await _settles(_put_all(buf, range(7))) is None:
+            return None
+        kept = list(buf.buf)
+        if kept != [3, 4, 5, 6]:
+            return CAPACITY_HINT if kept == [5, 6] else MAXLEN_HINT
+        for have, stuck_hint in ((3, STRICT_HINT), (4, EQUAL_HINT)):
+            buf = AsyncRolloutBuffer(batch_size=3, max_capacity=10)
+            await _put_all(buf, range(have))
+            if await _settles(buf.get_batch()) is None:
+                return stuck_hint
+        buf = AsyncRolloutBuffer(batch_size=3, max_capacity=10)
+        await _put_all(buf, ["a", "b"])
+        if await finish_within(buf.get_batch(), 50) is not None:
+            return TOO_WEAK_HINT
+        buf = AsyncRolloutBuffer(batch_size=2, max_capacity=10)
+        async with _Tasks() as tasks:
+            trainer = tasks.start(buf.get_batch())
+            await spin()
+            await _put_all(buf, ["x", "y"])
+            if await _settles(trainer) is None:
+                return CALL_HINT
+        buf = AsyncRolloutBuffer(batch_size=1, max_capacity=10)
+        async with _Tasks() as tasks:
+            first, second = tasks.start(buf.get_batch()), tasks.start(buf.get_batch())
+            await spin()
+            await buf.put("x")
+            first.cancel()
+            if await _settles(second) is None:
+                return NOTIFY_ALL_HINT
+        buf = AsyncRolloutBuffer(batch_size=3, max_capacity=10)
+
+        async def observer():
+            async with buf.cond:
+                await buf.cond.wait_for(lambda: len(buf.buf) > 0)
+
+        async with _Tasks() as tasks:
+            watching = tasks.start(observer())
+            await spin()
+            await buf.put("first")
+            if await _settles(watching) is None:
+                return EVERY_PUT_HINT
+    except Exception:  # the failing test reports what the student's code raised
+        return None
+    return None
 
 
 class _Tasks:
@@ -45,11 +128,11 @@ class _Tasks:
 
 
 async def _within(awaitable, what: str, hint: str = HANG_HINT):
-    """Await within a budget of event-loop turns (probes.finish_within); a stuck wait becomes a CheckFailure
+    """Await within a budget of event-loop turns (probes.finish_within); a stuck wait becomes a failed check
     that says what never happened."""
     task = await finish_within(awaitable)
     if task is None:
-        raise CheckFailure(f"{what}：等了很久还没有结果，程序卡住了\n    提示：{hint}")
+        fail("{what}：等了很久还没有结果，程序卡住了", hint=hint, what=what)
     return task.result()
 
 
@@ -59,11 +142,10 @@ async def _put_all(buf, items) -> None:
 
 
 def _crash(task: asyncio.Task) -> str:
-    """What a finished task raised, in one line ('' if it returned normally)."""
+    """What a finished task raised, as its class name ('' if it returned normally)."""
     if task.cancelled() or task.exception() is None:
         return ""
-    exc = task.exception()
-    return f"{type(exc).__name__}: {exc}"
+    return type(task.exception()).__name__
 
 
 def _expect_still_waiting(trainer: asyncio.Task, what: str, hint: str) -> None:
@@ -71,11 +153,12 @@ def _expect_still_waiting(trainer: asyncio.Task, what: str, hint: str) -> None:
     if trainer.done():
         crash = _crash(trainer)
         got = f"抛出 {crash}" if crash else f"拿到 {trainer.result()!r}"
-        expect(False, f"{what}，trainer 却已经返回（{got}）", hint=hint)
+        fail("{what}，trainer 却已经返回（{got}）", hint=hint, what=what, got=got)
 
 
 @visible_test(EX, PART, "原页面的测试脚手架：12 条轨迹，3 步训练，每步 4 条")
 async def seed_harness(AsyncRolloutBuffer):
+    mistake = await diagnose(AsyncRolloutBuffer)
     buf = AsyncRolloutBuffer(batch_size=4, max_capacity=16)
     rng = random.Random(4)
 
@@ -93,43 +176,49 @@ async def seed_harness(AsyncRolloutBuffer):
             steps.append(ids)
         return steps
 
-    steps, _ = await _within(asyncio.gather(trainer_loop(3), rollout_worker(12)), "trainer 没等到 3 个 batch")
+    steps, _ = await _within(asyncio.gather(trainer_loop(3), rollout_worker(12)),
+                             "一个 worker 放 12 条、trainer 每步取 4 条：trainer 没等到 3 个 batch",
+                             mistake or HANG_HINT)
     want = [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
-    expect(steps == want, f"trainer 拿到 {steps}，期望 {want}",
-           hint="每个 batch 按放入顺序取最早的 batch_size 条。")
+    expect(steps == want, "一个 worker 放 12 条、trainer 每步取 4 条：trainer 拿到 {steps}，期望 {want}",
+           hint=mistake or "每个 batch 按放入顺序取最早的 batch_size 条。", steps=steps, want=want)
     return steps
 
 
 @visible_test(EX, PART, "先进先出：队列里有 7 条时连取两个 batch（batch_size=3）")
 async def fifo_oldest_first(AsyncRolloutBuffer):
+    mistake = await diagnose(AsyncRolloutBuffer)
     buf = AsyncRolloutBuffer(batch_size=3, max_capacity=10)
     await _put_all(buf, range(7))
-    first = await _within(buf.get_batch(), "队列里已经有 7 条，取第一个 batch 却没有返回",
-                          hint="条件是“至少 batch_size 条”，不是“恰好 batch_size 条”。")
-    second = await _within(buf.get_batch(), "队列里还剩 4 条，取第二个 batch 却没有返回",
-                           hint="条件是“至少 batch_size 条”，不是“恰好 batch_size 条”。")
+    first = await _within(buf.get_batch(), "放入 0..6、batch_size=3：队列里已经有 7 条，取第一个 batch 却没有返回",
+                          hint=mistake or EQUAL_HINT)
+    second = await _within(buf.get_batch(), "放入 0..6、batch_size=3：队列里还剩 4 条，取第二个 batch 却没有返回",
+                           hint=mistake or EQUAL_HINT)
     expect([first, second] == [[0, 1, 2], [3, 4, 5]],
-           f"两个 batch 是 {first} 和 {second}，期望 [0, 1, 2] 和 [3, 4, 5]",
-           hint="popleft() 从左边取：最早放进去的先出来。")
+           "放入 0..6、batch_size=3：两个 batch 是 {first} 和 {second}，期望 [0, 1, 2] 和 [3, 4, 5]",
+           hint=mistake or "popleft() 从左边取：最早放进去的先出来。", first=first, second=second)
     left = list(buf.buf)
-    expect(left == [6], f"取完两个 batch 后队列里是 {left}，期望 [6]")
+    expect(left == [6], "放入 0..6、取完两个 batch 后队列里是 {left}，期望 [6]", hint=mistake or MAXLEN_HINT, left=left)
     return {"batches": [first, second], "left": left}
 
 
 @visible_test(EX, PART, "满了丢最老的：容量 4，依次放入 0..6")
 async def drops_oldest_when_full(AsyncRolloutBuffer):
+    mistake = await diagnose(AsyncRolloutBuffer)
     buf = AsyncRolloutBuffer(batch_size=2, max_capacity=4)
     await _put_all(buf, range(7))
     kept = list(buf.buf)
-    expect(kept == [3, 4, 5, 6], f"放入 0..6 之后队列里是 {kept}，期望 [3, 4, 5, 6]",
-           hint="队列最多 max_capacity 条：deque 的 maxlen 参数让它满了以后自动丢掉最左边（最老）的。")
-    batch = await _within(buf.get_batch(), "队列里有 4 条，batch_size=2 却取不出来")
-    expect(batch == [3, 4], f"取出的 batch 是 {batch}，期望 [3, 4]")
+    expect(kept == [3, 4, 5, 6], "容量 4：放入 0..6 之后队列里是 {kept}，期望 [3, 4, 5, 6]",
+           hint=mistake or MAXLEN_HINT, kept=kept)
+    batch = await _within(buf.get_batch(), "容量 4、batch_size=2：队列里有 4 条，却取不出来", mistake or HANG_HINT)
+    expect(batch == [3, 4], "容量 4、batch_size=2：取出的 batch 是 {batch}，期望 [3, 4]",
+           hint=mistake or "popleft() 从左边取：最早放进去的先出来。", batch=batch)
     return {"kept": kept, "batch": batch}
 
 
 @visible_test(EX, PART, "不给残缺的 batch：只有 2 条时 trainer 继续等（batch_size=3）")
 async def no_partial_batch(AsyncRolloutBuffer):
+    mistake = await diagnose(AsyncRolloutBuffer)
     buf = AsyncRolloutBuffer(batch_size=3, max_capacity=10)
     async with _Tasks() as tasks:
         trainer = tasks.start(buf.get_batch())
@@ -137,16 +226,17 @@ async def no_partial_batch(AsyncRolloutBuffer):
         await _put_all(buf, ["a", "b"])
         await spin()
         with_two = task_state(trainer)
-        _expect_still_waiting(trainer, "队列里只有 2 条",
-                              hint="wait_for 的条件要保证醒来时已经攒够 batch_size 条，否则 popleft 会取到空队列。")
+        _expect_still_waiting(trainer, "batch_size=3，队列里只有 'a'、'b' 2 条", hint=mistake or TOO_WEAK_HINT)
         await buf.put("c")
-        batch = await _within(trainer, "放入第 3 条之后 trainer 仍然没有拿到 batch")
-    expect(batch == ["a", "b", "c"], f"trainer 拿到 {batch!r}，期望 ['a', 'b', 'c']")
+        batch = await _within(trainer, "batch_size=3：放入第 3 条之后 trainer 仍然没有拿到 batch", mistake or HANG_HINT)
+    expect(batch == ["a", "b", "c"], "batch_size=3：trainer 拿到 {batch!r}，期望 ['a', 'b', 'c']",
+           hint=mistake or TOO_WEAK_HINT, batch=batch)
     return {"with_two": with_two, "batch": batch}
 
 
 @visible_test(EX, PART, "生产者结束时：最后一个满 batch 也要交出去（2 个生产者各 5 条，batch_size=5）")
 async def last_batch_when_producers_finish(AsyncRolloutBuffer):
+    mistake = await diagnose(AsyncRolloutBuffer)
     buf = AsyncRolloutBuffer(batch_size=5, max_capacity=50)
     batches: list[list] = []
 
@@ -161,26 +251,31 @@ async def last_batch_when_producers_finish(AsyncRolloutBuffer):
 
     async with _Tasks() as tasks:
         loop = tasks.start(trainer())
-        await _within(asyncio.gather(producer(0), producer(1)), "生产者没能放完轨迹")
+        await _within(asyncio.gather(producer(0), producer(1)), "2 个生产者各放 5 条：生产者没能放完轨迹",
+                      mistake or HANG_HINT)
 
         async def two_batches():
             while len(batches) < 2 and not loop.done():
                 await asyncio.sleep(0)
 
         await _within(two_batches(), "10 条轨迹、batch_size=5：生产者都结束了，trainer 却没拿到第 2 个 batch",
-                      hint="最后一条放进去时，队列里正好 batch_size 条：条件要用 >=，不是 >。")
+                      hint=mistake or STRICT_HINT)
         crash = _crash(loop) if loop.done() else ""
-        expect(not crash, f"trainer 抛出了 {crash}")
+        expect(not crash, "10 条轨迹、batch_size=5：trainer 抛出了 {crash}", hint=mistake or TOO_WEAK_HINT, crash=crash)
         trainer_after = task_state(loop)
     got = sorted(item for batch in batches for item in batch)
     want = sorted((p, i) for p in range(2) for i in range(5))
-    expect([len(b) for b in batches] == [5, 5], f"trainer 拿到的 batch 大小是 {[len(b) for b in batches]}，期望 [5, 5]")
-    expect(got == want and len(buf.buf) == 0, "有轨迹丢了、被训练了两次，或者还留在队列里")
+    sizes = [len(b) for b in batches]
+    expect(sizes == [5, 5], "10 条轨迹、batch_size=5：trainer 拿到的 batch 大小是 {sizes}，期望 [5, 5]",
+           hint=mistake or TOO_WEAK_HINT, sizes=sizes)
+    expect(got == want and len(buf.buf) == 0, "10 条轨迹、batch_size=5：有轨迹丢了、被训练了两次，或者还留在队列里",
+           hint=mistake or MAXLEN_HINT)
     return {"batches": batches, "left": list(buf.buf), "trainer": trainer_after}
 
 
 @visible_test(EX, PART, "两个 trainer：被叫醒的那个恰好被取消，另一个仍要拿到数据")
 async def several_trainers(AsyncRolloutBuffer):
+    mistake = await diagnose(AsyncRolloutBuffer)
     buf = AsyncRolloutBuffer(batch_size=1, max_capacity=10)
     async with _Tasks() as tasks:
         first = tasks.start(buf.get_batch())
@@ -188,19 +283,21 @@ async def several_trainers(AsyncRolloutBuffer):
         await spin()
         await buf.put("x")  # wakes the waiting trainer(s) ...
         first.cancel()  # ... and the first one is stopped before it runs (shutdown, a timeout, ...)
-        got = await _within(second, "队列里有 1 条、batch_size=1，第二个 trainer 却一直没被叫醒",
-                            hint="notify() 只叫醒一个等待者；它恰好被取消时这次唤醒就丢了。"
-                                 "有几个 trainer 在等时要叫醒全部，让它们各自检查条件。")
+        got = await _within(second, "两个 trainer 在等、batch_size=1：放入 'x' 后第一个被取消，第二个却一直没被叫醒",
+                            hint=mistake or NOTIFY_ALL_HINT)
         first_state = task_state(first)
-    expect(got == ["x"], f"第二个 trainer 拿到 {got!r}，期望 ['x']")
+    expect(got == ["x"], "两个 trainer 在等、batch_size=1：第二个 trainer 拿到 {got!r}，期望 ['x']",
+           hint=mistake or NOTIFY_ALL_HINT, got=got)
     return {"first": first_state, "second": got, "left": list(buf.buf)}
 
 
-WAKE_HINT = ("被叫醒不等于数据够了：wait_for 的条件是“至少攒够一个 batch”，每次醒来都重新检查，不成立就接着等。")
+WAKE_HINT = ("TODO 3：被叫醒不等于数据够了：wait_for 的条件是“至少攒够一个 batch”，每次醒来都重新检查，"
+             "不成立就接着等。")
 
 
 @visible_test(EX, PART, "被多余地叫醒时接着等：数据不够，或者被另一个 trainer 抢先拿走")
 async def extra_wakeups(AsyncRolloutBuffer):
+    mistake = await diagnose(AsyncRolloutBuffer)
     buf = AsyncRolloutBuffer(batch_size=2, max_capacity=10)
     async with _Tasks() as tasks:
         trainer = tasks.start(buf.get_batch())
@@ -211,9 +308,9 @@ async def extra_wakeups(AsyncRolloutBuffer):
                 buf.cond.notify_all()
             await spin()
         woken_early = task_state(trainer)
-        _expect_still_waiting(trainer, "只有 1 条、batch_size=2，被叫醒了", hint=WAKE_HINT)
+        _expect_still_waiting(trainer, "batch_size=2、只有 'a' 1 条时被叫醒了两次", hint=mistake or WAKE_HINT)
         await buf.put("b")
-        first = await _within(trainer, "放入第 2 条之后 trainer 仍然没有拿到 batch")
+        first = await _within(trainer, "batch_size=2：放入第 2 条之后 trainer 仍然没有拿到 batch", mistake or HANG_HINT)
         # two trainers wait, one batch arrives: one takes it, the other must go back to waiting
         one, two = tasks.start(buf.get_batch()), tasks.start(buf.get_batch())
         await spin()
@@ -221,16 +318,19 @@ async def extra_wakeups(AsyncRolloutBuffer):
         await spin()
         states = [task_state(one), task_state(two)]
         crash = next((_crash(t) for t in (one, two) if t.done() and _crash(t)), "")
-        expect(not crash, f"两个 trainer 等一个 batch：有一个抛出了 {crash}", hint=WAKE_HINT)
+        expect(not crash, "两个 trainer 等一个 batch（batch_size=2，放入 'c'、'd'）：有一个抛出了 {crash}",
+               hint=mistake or WAKE_HINT, crash=crash)
         expect(sorted(states, key=repr) == sorted([["c", "d"], "waiting"], key=repr),
-               f"两个 trainer 等一个 batch，放入 2 条后它们是 {states}，期望一个拿到 ['c', 'd']、另一个接着等",
-               hint=WAKE_HINT)
-    expect(first == ["a", "b"], f"trainer 拿到 {first!r}，期望 ['a', 'b']")
+               "两个 trainer 等一个 batch，放入 'c'、'd' 后它们是 {states}，期望一个拿到 ['c', 'd']、另一个接着等",
+               hint=mistake or WAKE_HINT, states=states)
+    expect(first == ["a", "b"], "batch_size=2：trainer 拿到 {first!r}，期望 ['a', 'b']", hint=mistake or WAKE_HINT,
+           first=first)
     return {"woken_early": woken_early, "first": first, "two_trainers": sorted(states, key=repr)}
 
 
 @visible_test(EX, PART, "同一个 Condition 上等别的条件的协程（只等“队列非空”）也要按时被叫醒")
 async def observer_on_same_condition(AsyncRolloutBuffer):
+    mistake = await diagnose(AsyncRolloutBuffer)
     buf = AsyncRolloutBuffer(batch_size=3, max_capacity=10)
 
     async def observer():
@@ -246,16 +346,17 @@ async def observer_on_same_condition(AsyncRolloutBuffer):
         await buf.put("first")
         await spin()
         seen = task_state(watching)
-        expect(seen == ["first"], f"放入第 1 条以后，等“队列非空”的协程是 {seen!r}，期望它醒来、看到 ['first']",
-               hint="每次 put 都要 notify_all()：Condition 上可能有人在等别的条件。别在 put 里自己判断"
-                    "“够不够一个 batch”再决定叫不叫：判断条件是等待者自己的事（wait_for）。")
+        expect(seen == ["first"],
+               "batch_size=3：放入第 1 条以后，等“队列非空”的协程是 {seen!r}，期望它醒来、看到 ['first']",
+               hint=mistake or EVERY_PUT_HINT, seen=seen)
         await _put_all(buf, ["second", "third"])
-        batch = await _within(trainer, "放满一个 batch 后 trainer 没有拿到它")
+        batch = await _within(trainer, "batch_size=3：放满一个 batch 后 trainer 没有拿到它", mistake or HANG_HINT)
     return {"observer": seen, "trainer": batch}
 
 
 @visible_test(EX, PART, "3 个 worker、2 个 trainer 并发：一条不丢、一条不重复、每个 worker 的轨迹按顺序训练")
 async def several_workers_and_trainers(AsyncRolloutBuffer):
+    mistake = await diagnose(AsyncRolloutBuffer)
     rng = random.Random(44)
     buf = AsyncRolloutBuffer(batch_size=4, max_capacity=64)
     batches: list[list] = []
@@ -272,23 +373,26 @@ async def several_workers_and_trainers(AsyncRolloutBuffer):
 
     async with _Tasks() as tasks:
         loops = [tasks.start(trainer()) for _ in range(2)]
-        await _within(asyncio.gather(*(worker(w) for w in range(3))), "worker 没能放完轨迹")
+        await _within(asyncio.gather(*(worker(w) for w in range(3))), "3 个 worker 各放 8 条：worker 没能放完轨迹",
+                      mistake or HANG_HINT)
 
         async def all_batches():
             while len(batches) < 6 and not any(t.done() for t in loops):
                 await asyncio.sleep(0)
 
-        await _within(all_batches(), "24 条轨迹、batch_size=4：trainer 没拿到全部 6 个 batch",
-                      hint="队列容量是 max_capacity（这里 64），不是 batch_size：放得比取得快时也不能丢。")
+        await _within(all_batches(), "24 条轨迹、batch_size=4、容量 64：trainer 没拿到全部 6 个 batch",
+                      hint=mistake or CAPACITY_HINT)
         crash = next((_crash(t) for t in loops if t.done() and _crash(t)), "")
-        expect(not crash, f"trainer 抛出了 {crash}")
+        expect(not crash, "24 条轨迹、batch_size=4：trainer 抛出了 {crash}", hint=mistake or TOO_WEAK_HINT, crash=crash)
     trained = [item for batch in batches for item in batch]
     per_worker = [[i for w2, i in trained if w2 == w] for w in range(3)]
-    print(f"  batch 大小 {[len(b) for b in batches]}，队列里剩 {len(buf.buf)} 条")
-    expect(all(len(b) == 4 for b in batches), f"batch 大小是 {[len(b) for b in batches]}，每个都应是 4")
+    sizes = [len(b) for b in batches]
+    print(f"  batch 大小 {sizes}，队列里剩 {len(buf.buf)} 条")
+    expect(all(size == 4 for size in sizes), "24 条轨迹、batch_size=4：batch 大小是 {sizes}，每个都应是 4",
+           hint=mistake or TOO_WEAK_HINT, sizes=sizes)
     expect(sorted(trained) == sorted((w, i) for w in range(3) for i in range(8)),
-           f"训练了 {len(trained)} 条、其中不同的 {len(set(trained))} 条，期望 24 条各一次",
-           hint="队列最多 max_capacity 条，不是 batch_size 条：deque(maxlen=max_capacity)。")
-    expect(per_worker == [list(range(8))] * 3, f"每个 worker 的轨迹被训练的顺序是 {per_worker}，期望各自 0..7",
-           hint="先进先出：append 放在右边，popleft 从左边取。")
-    return {"sizes": [len(b) for b in batches], "per_worker": per_worker, "left": list(buf.buf)}
+           "24 条轨迹：训练了 {n} 条、其中不同的 {distinct} 条，期望 24 条各一次",
+           hint=mistake or CAPACITY_HINT, n=len(trained), distinct=len(set(trained)))
+    expect(per_worker == [list(range(8))] * 3, "每个 worker 的轨迹被训练的顺序是 {per_worker}，期望各自 0..7",
+           hint=mistake or "先进先出：append 放在右边，popleft 从左边取。", per_worker=per_worker)
+    return {"sizes": sizes, "per_worker": per_worker, "left": list(buf.buf)}

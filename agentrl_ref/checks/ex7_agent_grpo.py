@@ -31,10 +31,10 @@ def _is_scalar_tensor(value) -> bool:
 
 
 def _expect_scalar(name: str, value) -> None:
-    expect(_is_scalar_tensor(value), f"{name} 返回了 {type(value).__name__}"
-           + (f"（形状 {tuple(value.shape)}）" if hasattr(value, "shape") else "") + "，期望 0 维张量（一个标量）",
+    expect(_is_scalar_tensor(value), "{name} 返回了 {kind}{shape}，期望 0 维张量（一个标量）",
            hint="损失要能 backward()：返回张量本身，不要 .item()、float() 或列表；"
-                "对整批 token 求和后再除，结果是 0 维。")
+                "对整批 token 求和后再除，结果是 0 维。", name=name, kind=type(value).__name__,
+           shape=f"（形状 {tuple(value.shape)}）" if hasattr(value, "shape") else "")
 
 
 # What each classic mistake makes of the five one-token BRANCH_CASES (ratio r, advantage A, eps = 0.2; the tests pass
@@ -119,7 +119,7 @@ def clip_branches(clipped_pg_loss):
     print("  逐个 token 的损失:", [round(g, 4) for g in got])
     hint = _name_mistake(got) or GENERIC_CLIP_HINT
     for (_, _, want, what), g in zip(BRANCH_CASES, got):
-        expect(abs(g - want) <= TOL, f"{what}：得到 {g:.4f}，期望 {want:g}", hint=hint)
+        expect(abs(g - want) <= TOL, "{what_}：得到 {g:.4f}，期望 {want:g}", hint=hint, what_=what, g=g, want=want)
     logp_new = torch.tensor([[math.log(case[0]) for case in BRANCH_CASES]])
     logp_old = torch.zeros(1, len(BRANCH_CASES))
     advantages = torch.tensor([[case[1] for case in BRANCH_CASES]])
@@ -128,8 +128,9 @@ def clip_branches(clipped_pg_loss):
     together = float(whole.detach())
     print("  五个 token 一起:   ", round(together, 4))
     expect(abs(together - BRANCH_MEAN) <= TOL,
-           f"五个 token 都在 mask 里：得到 {together:.4f}，期望 {BRANCH_MEAN:g}（五个损失的平均）",
-           hint="单个 token 都对了，合起来却不对：分母应该是 mask 里 1 的个数。")
+           "五个 token 都在 mask 里：得到 {together:.4f}，期望 {branch_mean:g}（五个损失的平均）",
+           hint="单个 token 都对了，合起来却不对：分母应该是 mask 里 1 的个数。", together=together,
+           branch_mean=BRANCH_MEAN)
     return outs + [whole]
 
 
@@ -163,10 +164,12 @@ def token_mean(clipped_pg_loss):
         hint = ("得到 0：先在每条序列里求了平均、再对序列求平均（这里两条序列 A 相反、权重相同，正好抵消）。本题是整批"
                 "一起的 token 平均：分子、分母都对整批求和，长序列的每个 token 和短序列的每个 token 权重一样。")
     expect(abs(short - TOKEN_MEAN) <= TOL,
-           f"两条序列（3 个和 1 个训练 token，A=+1 和 -1，ratio=1）：得到 {short:.4f}，期望 {TOKEN_MEAN:g}", hint=hint)
+           "两条序列（3 个和 1 个训练 token，A=+1 和 -1，ratio=1）：得到 {short:.4f}，期望 {token_mean:g}", hint=hint,
+           short=short, token_mean=TOKEN_MEAN)
     expect(abs(padded - TOKEN_MEAN) <= TOL,
-           f"同一批数据补 padding 到长度 12：得到 {padded:.4f}，期望仍是 {TOKEN_MEAN:g}",
-           hint=_diagnose(clipped_pg_loss) or "padding 的 mask 是 0，不能改变损失：分母不能是序列长度 T。")
+           "同一批数据补 padding 到长度 12：得到 {padded:.4f}，期望仍是 {token_mean:g}",
+           hint=_diagnose(clipped_pg_loss) or "padding 的 mask 是 0，不能改变损失：分母不能是序列长度 T。",
+           padded=padded, token_mean=TOKEN_MEAN)
     return outs
 
 
@@ -182,7 +185,8 @@ def gradient(clipped_pg_loss):
     loss = clipped_pg_loss(logp_new, logp_old, torch.ones(1, 4), torch.tensor([[1.0, 1.0, 1.0, 0.0]]), 0.2)
     _expect_scalar("clipped_pg_loss", loss)
     expect(loss.requires_grad, "损失不带梯度（requires_grad=False）：训练时 backward() 会报错",
-           hint="ratio 要从 logp_new 算出来并保留计算图：不要 .detach()、.item()，也不要放在 torch.no_grad() 里。")
+           hint="ratio 要从 logp_new 算出来并保留计算图，否则损失不带梯度：不要 .detach()、.item()，"
+                "也不要放在 torch.no_grad() 里。")
     loss.backward()
     grad = logp_new.grad
     expect(grad is not None, "logp_new 没有得到梯度", hint="损失必须经由 ratio 依赖 logp_new。")
@@ -195,7 +199,7 @@ def gradient(clipped_pg_loss):
     if _diagnose(clipped_pg_loss) is None and abs(grad[0, 1].item()) > TOL:
         hint = "ratio=1.5、A>0 的 token 取的应该是裁剪项（常数 1.2·A），它不该有梯度：检查 min 和 clamp。"
     expect(all(abs(g - w) <= TOL for g, w in zip(grad[0].tolist(), want)),
-           f"梯度 {got}，期望 {[round(w, 4) for w in want]}", hint=hint)
+           "梯度 {got}，期望 {value}", hint=hint, got=got, value=[round(w, 4) for w in want])
     return [loss, grad]
 
 
@@ -208,9 +212,9 @@ def group_broadcast(token_advantages):
     for b in range(8):
         mask[b, 1: 2 + b % 4] = 1.0  # 1 to 4 trained tokens, never position 0
     out = token_advantages(rewards, 4, mask)
-    expect(isinstance(out, torch.Tensor), f"返回了 {type(out).__name__}，期望 torch.Tensor")
-    expect(tuple(out.shape) == (8, 5), f"形状 {tuple(out.shape)}，期望 (8, 5)：和 loss_mask 一样",
-           hint="每条回答一个 advantage，复制到它的每个训练 token 上：结果是 [B, T]。")
+    expect(isinstance(out, torch.Tensor), "返回了 {type_out_name}，期望 torch.Tensor", type_out_name=type(out).__name__)
+    expect(tuple(out.shape) == (8, 5), "8 条回答、T=5：形状 {shape}，期望 (8, 5)：和 loss_mask 一样",
+           hint="每条回答一个 advantage，复制到它的每个训练 token 上：结果是 [B, T]。", shape=tuple(out.shape))
     # group 1: mean 0.5, unbiased std sqrt(1/3); (1 - 0.5) / (sqrt(1/3) + 1e-6) = 0.866024...; group 2: all equal -> 0
     a = 0.5 / ((1.0 / 3) ** 0.5 + 1e-6)
     per_seq = [a, -a, -a, a, 0.0, 0.0, 0.0, 0.0]
@@ -223,8 +227,9 @@ def group_broadcast(token_advantages):
     elif abs(got[4][1]) > TOL:
         hint = "全对的那一组 advantage 应该全是 0：整批被当成了一组，group_size 是同一道题采样的回答数。"
     close = all(abs(g - w) <= TOL for grow, wrow in zip(got, want) for g, w in zip(grow, wrow))
-    expect(close, f"前两行得到 {[[round(x, 3) + 0.0 for x in row] for row in got[:2]]}，"
-                  f"期望 {[[round(x, 3) + 0.0 for x in row] for row in want[:2]]}", hint=hint)
+    expect(close, "奖励 {rewards}、group_size=4：前两行得到 {got}，期望 {want}", hint=hint, rewards=rewards.tolist(),
+           got=[[round(x, 3) + 0.0 for x in row] for row in got[:2]],
+           want=[[round(x, 3) + 0.0 for x in row] for row in want[:2]])
     return out
 
 
@@ -246,7 +251,8 @@ def contract(clipped_pg_loss):
     _expect_scalar("clipped_pg_loss", zero)
     print(f"  mask 全为 0: {float(zero.detach())}")
     expect(math.isfinite(float(zero.detach())) and float(zero.detach()) == 0.0,
-           f"mask 全为 0：得到 {float(zero.detach())}，期望 0.0", hint=_diagnose(clipped_pg_loss) or ZERO_MASK_HINT)
+           "mask 全为 0：得到 {got}，期望 0.0", hint=_diagnose(clipped_pg_loss) or ZERO_MASK_HINT,
+           got=float(zero.detach()))
     by_dtype = {}
     for name, mask in (("float", trained.double()), ("int", trained.long()), ("bool", trained)):
         out = clipped_pg_loss(logp_new, logp_old, advantages, mask, 0.2)
@@ -255,12 +261,13 @@ def contract(clipped_pg_loss):
     values = {name: round(float(out.detach()), 6) + 0.0 for name, out in by_dtype.items()}
     print(f"  三种 mask 的 dtype: {values}（期望都是 -0.125）")
     expect(all(abs(v + 0.125) <= TOL for v in values.values()),
-           f"mask 是 float、int、bool 时得到 {values}，期望都是 -0.125（两个训练 token 的损失 -1.0 和 0.75 的平均）",
+           "mask 是 float、int、bool 时得到 {values}，期望都是 -0.125（两个训练 token 的损失 -1.0 和 0.75 的平均）",
            hint=_diagnose(clipped_pg_loss)
-           or "先把 mask 变成和损失一样的浮点类型（格子里写好的 loss_mask.to(per_token.dtype)），再乘、再求和。")
+           or "先把 mask 变成和损失一样的浮点类型（格子里写好的 loss_mask.to(per_token.dtype)），再乘、再求和。",
+           values=values)
     dtype = by_dtype["float"].dtype
-    expect(dtype == torch.float64, f"输入是 float64，损失却是 {dtype}，期望 float64",
-           hint="不要用 torch.tensor(...) 或 .float() 新建中间结果：从输入算出来的张量自动保持 float64。")
+    expect(dtype == torch.float64, "输入是 float64，损失却是 {dtype}，期望 float64",
+           hint="不要用 torch.tensor(...) 或 .float() 新建中间结果：从输入算出来的张量自动保持 float64。", dtype=dtype)
     try:
         clipped_pg_loss(logp_new, logp_old, advantages[:, :2], trained[:, :2], 0.2)
     except ValueError:
@@ -269,6 +276,6 @@ def contract(clipped_pg_loss):
         shape_error = type(exc).__name__
     else:
         shape_error = None
-    expect(shape_error == "ValueError", f"四个输入的形状不一致，得到 {shape_error or '没有报错'}，期望 ValueError",
-           hint="格子开头写好的形状检查不要删：形状对不上时广播会悄悄算出一个错的损失。")
+    expect(shape_error == "ValueError", "四个输入的形状不一致，得到 {got}，期望 ValueError",
+           hint="格子开头写好的形状检查不要删：形状对不上时广播会悄悄算出一个错的损失。", got=shape_error or "没有报错")
     return [zero, *by_dtype.values(), shape_error]

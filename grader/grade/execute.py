@@ -105,12 +105,17 @@ class GuardedExecute(Execute):
         self.truncated: set[int] = set()
         self.malformed = 0
         self.timed_out = False   # a cell ran past the cell timeout (its outputs then cannot end normally)
+        self.timed_out_cells: list[int] = []   # which cells (indices in the notebook)
+        self._nb = nb
         return super().preprocess(nb, resources, km=km)
 
     async def _async_handle_timeout(self, timeout, cell=None):
         """A cell ran too long: it is interrupted; if the interrupt works its error arrives at once, if not
         there is nothing left to wait for (nbclient's 4 s, not IOPUB_SECONDS)."""
         self.timed_out = True
+        index = next((i for i, c in enumerate(self._nb.cells) if c is cell), None)
+        if index is not None and index not in self.timed_out_cells:
+            self.timed_out_cells.append(index)
         self.iopub_timeout = min(self.iopub_timeout, 4)
         return await super()._async_handle_timeout(timeout, cell)
 
@@ -145,6 +150,7 @@ class RunResult:
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
     cpu_seconds: float | None = 0.0     # every process of the kernel's sandbox (its group's CPU counter); None: unknown
+    timed_out: dict[int, int] = field(default_factory=dict)   # cell index -> the cell timeout that stopped it
 
 
 class Runner:
@@ -206,6 +212,7 @@ class Runner:
         finally:
             shutil.rmtree(workdir, ignore_errors=True)  # files the notebook wrote stay nowhere
             _close_thread_loop()
+        self._cell_timeouts(executor, nb, result)
         if getattr(executor, "malformed", 0):
             result.notes.append(f"内核发来 {executor.malformed} 条无法处理的消息：已丢弃")
         dropped = well_formed(nb)
@@ -218,6 +225,20 @@ class Runner:
                     "stream", name="stdout", text="\n… [输出过大，之后的输出没有保留]\n"))
         result.seconds = time.perf_counter() - started
         return result
+
+    def _cell_timeouts(self, executor, nb, result: RunResult) -> None:
+        """Cells the cell timeout stopped (and the interrupt ended): the notebook's status is timeout, its note
+        names them, and the verdict marks them on the student's page."""
+        cells = getattr(executor, "timed_out_cells", [])
+        if not cells:
+            return
+        result.timed_out = {index: self.cell_timeout for index in cells}
+        if result.status in ("ok", "error"):
+            result.status = "timeout"
+        names = "、".join(_cell_name(nb, i) for i in cells)
+        note = f"{names}运行超过 {self.cell_timeout} 秒（可能有死循环），被中断：用到它的测试记 0 分"
+        if note not in result.notes:
+            result.notes.append(note)
 
     def _timeout_note(self) -> str:
         return f"整本运行超过 {self.notebook_timeout} 秒（可能有死循环），被终止：没跑完的测试记 0 分"
@@ -260,6 +281,13 @@ class Runner:
         if timer.finished.is_set() and km.killed_by_watchdog:
             result.status = "timeout"
             result.notes.append(self._timeout_note())
+
+
+def _cell_name(nb, index: int) -> str:
+    """How a note names a cell: its grade id if it has one, else its position."""
+    meta = nb.cells[index].get("metadata", {}).get("nbgrader", {}) if index < len(nb.cells) else {}
+    gid = meta.get("grade_id") if isinstance(meta, dict) else None
+    return f"单元 {gid}" if isinstance(gid, str) and gid.isidentifier() else f"第 {index + 1} 个单元"
 
 
 def _close_thread_loop() -> None:
@@ -321,4 +349,5 @@ class SandboxedExecute(NbGraderPreprocessor):
             state.status = result.status
         state.notes.extend(result.notes)
         state.seconds = result.seconds
+        state.timed_out = result.timed_out
         return result.nb, resources

@@ -1,13 +1,15 @@
-"""Feedback: the HTML page a student gets back, written by nbgrader's feedback template.
+"""Feedback: the HTML page a student gets back, written by nbgrader's feedback template in Chinese.
 
     write_feedback(nb, resources, dest)   # nb: the judged notebook; resources: nbgrader's (student, db_url…)
     write_feedback(nb, resources, dest, extra=[Step])   # extra steps after FEEDBACK's own
 
-The page is what `nbgrader generate_feedback` writes (its template, its grade lookup), built by the
-preprocessors the course's nbgrader_config.py gives GenerateFeedback (FEEDBACK, below): the scores from the
-gradebook, no hidden tests, no kernel output but the verdicts (StudentFacingOutputs). `make grade` writes
-each page as soon as its notebook is recorded (WriteFeedback, after lists.RECORD in the writer thread). One
-notebook at a time, so a notebook nbconvert cannot render loses its own page and nothing else.
+The page is what `nbgrader generate_feedback` writes (its grade lookup; its template's structure, in Chinese:
+templates/feedback_zh), built by the preprocessors the course's nbgrader_config.py gives GenerateFeedback
+(FEEDBACK, below): the scores from the gradebook, no hidden tests, no kernel output but the verdicts, which say
+what check() said (verdict.py, explain.py), and each test cell named by its first visible test
+(StudentFacingOutputs). MathJax comes from the feedback folder itself (mathjax.py), never from a CDN.
+`make grade` writes each page as soon as its notebook is recorded (WriteFeedback, after lists.RECORD in the
+writer thread). One notebook at a time, so a notebook nbconvert cannot render loses its own page and nothing else.
 """
 from __future__ import annotations
 
@@ -22,10 +24,14 @@ from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.preprocessors import ClearHiddenTests, GetGrades, NbGraderPreprocessor
 from traitlets.config import Config
 
+from grader.cells import grade_id, is_test
 from grader.course import course_of
+from grader.grade.mathjax import install as install_mathjax
+from grader.grade.state import KEY, NotebookState
 from grader.grade.verdict import VERDICT_MARK
 
 _TEMPLATES = Path(nbgrader.converters.__file__).resolve().parent.parent / "server_extensions" / "formgrader"
+OWN_TEMPLATES = Path(__file__).resolve().parent / "templates"   # feedback_zh: nbgrader's feedback template, in Chinese
 
 
 def student_facing(cell) -> None:
@@ -37,11 +43,28 @@ def student_facing(cell) -> None:
 
 
 class StudentFacingOutputs(NbGraderPreprocessor):
-    """Every code cell as student_facing leaves it."""
+    """Every code cell as student_facing leaves it; every test cell named for the page's table of contents by
+    its place and what its first visible test checks (the verdict's lines), with ✓ or ✗."""
 
-    def preprocess_cell(self, cell, resources, index):
-        student_facing(cell)
-        return cell, resources
+    def preprocess(self, nb, resources):
+        verdicts = NotebookState.of(resources).verdicts if KEY in resources else {}
+        count = 0
+        for cell in nb.cells:
+            student_facing(cell)
+            if is_test(cell):
+                count += 1
+                verdict = verdicts.get(grade_id(cell))
+                cell.metadata["agentrl_title"] = test_title(count, verdict)
+        return nb, resources
+
+
+def test_title(count: int, verdict) -> str:
+    """'测试 3 ✗：原页面的轨迹……' from the verdict's first visible test line (its title is the course's text)."""
+    if verdict is None:
+        return f"测试 {count}"
+    mark = "✓" if verdict.passed else "✗"
+    first = next((line[2:] for line in verdict.lines if line[:2] in ("✓ ", "✗ ")), "")
+    return f"测试 {count} {mark}" + (f"：{first}" if first else "")
 
 
 # nbgrader's GenerateFeedback list with the course's step: hidden tests cleared, the kernel's outputs gone
@@ -49,10 +72,11 @@ FEEDBACK = [GetGrades, ClearHiddenTests, StudentFacingOutputs, CSSHTMLHeaderPrep
 
 
 def feedback_config() -> Config:
-    """HTMLExporter settings of nbgrader's GenerateFeedback: its feedback template and bootstrap's CSS."""
+    """HTMLExporter settings of nbgrader's GenerateFeedback, with the course's Chinese copy of its feedback
+    template (which extends nbconvert's classic one) and bootstrap's CSS."""
     config = Config()
-    config.HTMLExporter.template_name = "feedback"
-    config.HTMLExporter.extra_template_basedirs = [str(_TEMPLATES / "templates")]
+    config.HTMLExporter.template_name = "feedback_zh"
+    config.HTMLExporter.extra_template_basedirs = [str(OWN_TEMPLATES), str(_TEMPLATES / "templates")]
     config.HTMLExporter.extra_template_paths = [str(_TEMPLATES / "static" / "node_modules" / "bootstrap" / "dist"
                                                     / "css")]
     return config
@@ -73,7 +97,10 @@ def _exporter(extra: tuple = ()) -> HTMLExporter:
     return exporters[extra]
 
 
-def write_feedback(nb: nbformat.NotebookNode, resources: dict, dest: Path, extra=()) -> None:
+def write_feedback(nb: nbformat.NotebookNode, resources: dict, dest: Path, extra=(),
+                   mathjax: str | None = None) -> None:
+    """The page into dest; mathjax: the URL of MathJax as the page loads it (mathjax.install), None for none."""
+    resources = {**resources, "agentrl_mathjax": mathjax}
     body, _ = _exporter(tuple(extra)).from_notebook_node(nbformat.from_dict(nb), resources=resources)
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(dest.name + f".{os.getpid()}.tmp")
@@ -89,6 +116,7 @@ class WriteFeedback(NbGraderPreprocessor):
 
     def preprocess(self, nb, resources):
         info = resources["nbgrader"]
-        write_feedback(nb, resources, course_of(self) / "feedback" / info["student"] / info["assignment"]
-                       / f"{info['notebook']}.html")
+        feedback = course_of(self) / "feedback"
+        write_feedback(nb, resources, feedback / info["student"] / info["assignment"] / f"{info['notebook']}.html",
+                       mathjax=install_mathjax(feedback))
         return nb, resources

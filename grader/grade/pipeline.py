@@ -44,8 +44,9 @@ from grader.cluster.shards import Shard, read_manifests, shard_folder, write_man
 from grader.course import COURSE_ID, GRADER, assignments, copy_course, generate_assignments
 from grader.grade.execute import runner_for
 from grader.grade.feedback import WriteFeedback
-from grader.grade.gradebook import forget, scores_of
+from grader.grade.gradebook import RECORDED_STATUSES, forget, scores_of
 from grader.grade.lists import EXECUTE, RECORD, SANITIZE
+from grader.grade.outfolder import Out, claim, digest_of, ledger_key, require
 from grader.grade.prepare import read_notebook
 from grader.grade.progress import Progress
 from grader.grade.reference import expected_for, hidden_for
@@ -164,6 +165,7 @@ def finish(job: Job, run: Run) -> None:
     sub.notes = state.notes + sub.notes
     sub.seconds = state.seconds
     sub.passed = state.passed()
+    sub.untouched = state.untouched
 
 
 def quiet_nbgrader() -> None:
@@ -206,26 +208,69 @@ def one_writer_at_a_time(db_url: str):
     engine.dispose()
 
 
-def _setup(submissions: Path, out: Path, shard: Shard | None, db_url: str | None, **settings) -> tuple[Run, list]:
-    """A fresh output folder (of the shard), a scratch course in it, the class's rows, and the gradebook
-    ready for them: the assignments' rows (nbgrader), a shard's earlier rows removed."""
-    base = out if shard is None else shard_folder(out, shard)
-    if base.exists():
-        shutil.rmtree(base)
-    base.mkdir(parents=True)
-    course = copy_course(base / "course")
+def _setup(submissions: Path, out: Out, shard: Shard | None, db_url: str | None,
+           **settings) -> tuple[Run, list, set, dict]:
+    """The output folder (of the shard) with a scratch course in it, the class's rows, the keys of the rows
+    to grade now, the sha256 of every hand-in's file, and the gradebook ready for them: the assignments'
+    rows (nbgrader), a shard's earlier rows removed. Graded again into an earlier output (out.previous),
+    the rows whose file is unchanged, or that are not in SUBMISSIONS this time, are kept as they were."""
+    base = out.path if shard is None else shard_folder(out.path, shard)
+    if shard is not None and base.exists():
+        shutil.rmtree(base)   # the shard's own folder, under the output's marker: the grader made it
+    course = base / "course"
+    if not (course / "nbgrader_config.py").is_file():
+        copy_course(course)
     run = Run(course, base / "grading", db_url or f"sqlite:///{course / 'gradebook.db'}", **settings)
     known = assignments(course)
     subs = collect(submissions, known, forbidden=[folder / "source" / name / f"{name}.ipynb"
                                                   for name in known for folder in (GRADER, course)])
-    if not subs:
+    if not subs and not out.previous:
         raise SystemExit(f"no submissions found in {submissions}")
+    digests = _digests(subs)
+    subs, todo = carry_over(out.previous, subs, digests)
+    released = {name for name in known if (course / "release" / name / f"{name}.ipynb").is_file()}
     with one_writer_at_a_time(run.db_url):   # every shard knows every assignment
-        generate_assignments(course, sorted({s.assignment for s in subs if s.assignment}), run.db_url)
+        generate_assignments(course, sorted({s.assignment for s in subs if s.assignment} - released), run.db_url)
     if shard is not None:
         forget(run.db_url, COURSE_ID, [(s.assignment, s.student) for s in subs
                                        if s.assignment and shard.takes(s.student)])
-    return run, subs
+    return run, subs, todo, digests
+
+
+def _digests(subs: list[Submission]) -> dict[tuple[str, str], str]:
+    """(student, assignment) -> sha256 of the hand-in's file, for every file that can be read safely."""
+    found = {}
+    for sub in subs:
+        if sub.path is not None and sub.status == "ok":
+            try:
+                found[(sub.student, sub.assignment)] = digest_of(read_submission(sub))
+            except SubmissionRejected:
+                pass
+    return found
+
+
+def carry_over(previous: dict, subs: list[Submission], digests: dict) -> tuple[list[Submission], set]:
+    """The class's rows after grading again into an earlier output, and the keys to grade now. A hand-in
+    whose file is the one graded last time keeps its row; one that is new or changed is graded (a changed
+    one says so); a row of the earlier run that SUBMISSIONS no longer speaks of, or only as missing, is
+    kept as it was. Without an earlier run: every row, every hand-in to grade."""
+    rows = {(s.student, s.assignment): s for s in subs}
+    todo = {key for key, s in rows.items() if s.path is not None and s.status == "ok"}
+    for entry in previous.values():
+        old = Submission.from_row(entry["row"])
+        key = (old.student, old.assignment)
+        new = rows.get(key)
+        if new is None or (new.path is None and old.status in RECORDED_STATUSES):
+            rows[key] = old
+            if new is not None:
+                old.notes.append("这次的 SUBMISSIONS 里没有这份（" + "；".join(new.notes) + "）：沿用上次的评分")
+            todo.discard(key)
+        elif key in todo and entry.get("sha256") == digests.get(key) and old.status in RECORDED_STATUSES:
+            rows[key] = old
+            todo.discard(key)
+        elif key in todo and old.status in RECORDED_STATUSES:
+            new.notes.append("文件和上次评分时不同：重新评分")
+    return [rows[key] for key in sorted(rows)], todo
 
 
 def _reference_runs(run: Run, todo: list[Submission], pool, shared: Path | None) -> list[Submission]:
@@ -250,32 +295,44 @@ def _reference_runs(run: Run, todo: list[Submission], pool, shared: Path | None)
 
 def grade(submissions: Path, out: Path, cell_timeout: int = 60, notebook_timeout: int = 600,
           db_url: str | None = None, jobs: int | None = None, isolation: str = "auto", limits=None,
-          timings: dict | None = None, shard: Shard | None = None, feedback: bool = True) -> list[Submission]:
+          timings: dict | None = None, shard: Shard | None = None, feedback: bool = True,
+          new: bool = False) -> list[Submission]:
     """Grade the folder's hand-ins into out (see the module docstring); return every row of the class
-    (with shard: every row, this shard's graded). feedback=False writes no feedback pages (the same grades,
-    reports and autograded/ notebooks). timings, if given, gets seconds per step (summed over notebooks);
-    of the phases setup, grading, report and total; CPU seconds of this process (grader_cpu) and of every
+    (with shard: every row, this shard's graded). out is claimed first (outfolder.py: refused if it holds
+    or is inside SUBMISSIONS or the course, or is a non-empty folder that is no grading output; graded
+    again into an earlier output, only new or changed hand-ins are graded; new=True or another course:
+    a new dated folder beside it). feedback=False writes no feedback pages (the same grades, reports and
+    autograded/ notebooks). timings, if given, gets seconds per step (summed over notebooks); of the
+    phases setup, grading, report and total; CPU seconds of this process (grader_cpu) and of every
     sandbox (kernel_cpu); and when it started and finished."""
     timings = {} if timings is None else timings
     started, cpu_started, timings["started"] = time.perf_counter(), time.process_time(), time.time()
     if shard is not None and not (db_url or "").startswith("postgresql"):
         raise SystemExit("SHARD needs a shared PostgreSQL gradebook: DB_URL=postgresql://… (or AGENTRL_DB_URL)")
+    place = claim(out, submissions, kind="one-machine" if shard is None else "shards", db_url=db_url, new=new)
+    if place.moved_from is not None:
+        print(f"{place.moved_from} holds a grading output of another course or gradebook (or --new was given): "
+              f"this run writes a new folder, {place.path} / 这次评分写进新的文件夹 {place.path}，原来的没有动",
+              file=sys.stderr)
     level = isolation_level(isolation, limits)
     quiet_nbgrader()
     jobs = jobs or max(1, min(2, os.cpu_count() or 1))
     if level == "job" and jobs != 1:   # the job's own limits are one notebook's: one at a time
         print(f"isolation level job: one notebook at a time (not {jobs}) / 作业级隔离：一次只评一份", file=sys.stderr)
         jobs = 1
-    out = out.resolve()
-    run, subs = _setup(submissions.resolve(), out, shard, db_url, cell_timeout=cell_timeout,
-                       notebook_timeout=notebook_timeout, level=level, limits=limits, timings=timings,
-                       feedback=feedback)
+    run, subs, todo_keys, digests = _setup(submissions.resolve(), place, shard, db_url, cell_timeout=cell_timeout,
+                                           notebook_timeout=notebook_timeout, level=level, limits=limits,
+                                           timings=timings, feedback=feedback)
     mine = [s for s in subs if shard is None or shard.takes(s.student)]
-    todo = [s for s in mine if s.path is not None and s.status == "ok"]
+    todo = [s for s in mine if (s.student, s.assignment) in todo_keys]
+    if place.previous:
+        print(f"graded again into {place.path}: {len(todo)} new or changed hand-ins are graded, "
+              f"{len(mine) - len(todo)} rows kept from the earlier run / 只评新交或改过的 {len(todo)} 份，"
+              f"其余 {len(mine) - len(todo)} 行沿用上次", file=sys.stderr)
     timings["setup"] = time.perf_counter() - started
     # --jobs threads run the sandboxed steps; one more writes (gradebook, feedback) while they go on
     with ThreadPoolExecutor(jobs) as pool, ThreadPoolExecutor(1) as writer:
-        todo = _reference_runs(run, todo, pool, shared=None if shard is None else out / "references")
+        todo = _reference_runs(run, todo, pool, shared=None if shard is None else place.path / "references")
         with Progress(len(todo), "评分" if shard is None else f"评分 第 {shard} 片") as progress:
             written = []
             for future in as_completed([pool.submit(start, s, run) for s in todo]):
@@ -289,13 +346,18 @@ def grade(submissions: Path, out: Path, cell_timeout: int = 60, notebook_timeout
     timings["kernel_cpu"] = run.kernel_cpu()                          # every sandbox, references included
     timings["grader_cpu"] = time.process_time() - cpu_started         # this process, every thread
     if shard is None:
-        _finish(out, subs, run.db_url, level)
+        kept = sum(ledger_key(s.student, s.assignment) in place.previous and (s.student, s.assignment)
+                   not in todo_keys and s.status in RECORDED_STATUSES for s in subs)
+        _finish(place.path, subs, run.db_url, level, kept=kept)
+        place.record([s.row() for s in subs], {**{(s.student, s.assignment): place.previous.get(
+            ledger_key(s.student, s.assignment), {}).get("sha256") for s in subs}, **digests})
     else:
         timings["finished"] = time.time()
-        write_manifest(shard_folder(out, shard), shard, [s.row() for s in subs], level, timings)
+        write_manifest(shard_folder(place.path, shard), shard, [s.row() for s in subs], level, timings)
     timings["total"] = time.perf_counter() - started
     timings["report"] = timings["total"] - timings["setup"] - timings["grading"]
-    graded = sum(s.status not in ("missing", "invalid", "conflict") for s in mine)
+    graded = sum(s.status not in ("missing", "invalid", "conflict") and (s.student, s.assignment) in todo_keys
+                 for s in mine)
     steps = ", ".join(f"{k} {v:.1f} s" if v is not None else f"{k} not counted here"
                       for k, v in timings.items() if k not in ("total", "started", "finished"))
     print(f"graded {graded} notebooks of {len(mine)} in {timings['total']:.1f} s ({steps}; {jobs} at a time, "
@@ -303,11 +365,11 @@ def grade(submissions: Path, out: Path, cell_timeout: int = 60, notebook_timeout
     return subs
 
 
-def _finish(out: Path, subs: list[Submission], db_url: str, level: str) -> str:
+def _finish(out: Path, subs: list[Submission], db_url: str, level: str, kept: int = 0) -> str:
     scores, maxima = scores_of(db_url, COURSE_ID, subs)
     if (out / "course" / "feedback").is_dir():
         shutil.copytree(out / "course" / "feedback", out / "feedback", dirs_exist_ok=True)
-    report = write_reports(out, subs, scores, maxima, level)
+    report = write_reports(out, subs, scores, maxima, level, kept=kept)
     print(report)
     return report
 
@@ -316,6 +378,7 @@ def report(out: Path, db_url: str) -> list[Submission]:
     """After the shards: the class's grades.csv, cells.csv, report.md and feedback in out, from every
     shard's manifest and outputs and the shared gradebook. A shard that never finished is named."""
     out = out.resolve()
+    require(out, "shards")
     rows, missing, level = read_manifests(out)
     subs = [Submission.from_row(row) for row in rows]
     for shard_dir in sorted((out / "shards").iterdir()):

@@ -192,7 +192,14 @@ def suspicious(nb: nbformat.NotebookNode) -> list[str]:
     return [f"可疑代码，请人工检查：{'、'.join(found)}"] if found else []
 
 
-DEMO_PLACEHOLDER = "# (demo cell: not run while grading)"
+def untouched(nb: nbformat.NotebookNode, release: nbformat.NotebookNode) -> bool:
+    """Every answer cell of the rebuilt notebook is the release's, word for word (nothing was filled in)."""
+    blanks = {grade_id(c): c.source for c in release.cells if is_answer(c)}
+    answers = {grade_id(c): c.source for c in nb.cells if is_answer(c) and grade_id(c) in blanks}
+    return bool(blanks) and answers == blanks
+
+
+DEMO_PLACEHOLDER = "# （评分时不运行这一格：它只做演示，不计分）"
 
 
 def for_grading(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
@@ -219,9 +226,13 @@ class RebuildOnRelease(NbGraderPreprocessor):
         source = nbformat.read(course / "source" / name / f"{name}.ipynb", as_version=4)
         fixed, notes = repair(nb, release, source)
         notes += suspicious(fixed)
+        state = NotebookState.of(resources)
+        state.untouched = untouched(fixed, release)
+        if state.untouched:
+            notes.insert(0, "交上来时和发布版一样：一个空也没填")
         for note in notes:
             self.log.warning("%s: %s", resources["nbgrader"].get("student"), note)
-        NotebookState.of(resources).notes.extend(notes)
+        state.notes.extend(notes)
         return fixed, resources
 
 

@@ -54,6 +54,39 @@ def write_csvs(out: Path, subs: list[Submission], scores, maxima) -> None:
                 w.writerow([csv_text(student), name, gid, f"{got:g}", f"{most:g}"])
 
 
+def student_table(subs: list[Submission], scores, maxima) -> list[str]:
+    """One row per student: each assignment's score (and its status when it is not `ok`; 未改动 for a notebook
+    handed in as released), and the student's total."""
+    names = sorted(maxima)
+    by_student: dict[str, dict[str, Submission]] = {}
+    for s in subs:
+        if s.assignment:
+            by_student.setdefault(s.student, {})[s.assignment] = s
+    if not names or not by_student:
+        return []
+    top = sum(maxima.values())
+    lines = ["## 每名学生", "", "| 学生 | " + " | ".join(names) + f" | 总分（满分 {top:g}） |",
+             "|---|" + "---:|" * (len(names) + 1)]
+    for student in sorted(by_student):
+        cells, total = [], 0.0
+        for name in names:
+            sub = by_student[student].get(name)
+            if sub is None:
+                cells.append("—")
+                continue
+            got = _score(scores, sub)
+            total += got
+            flag = "，未改动" if sub.untouched else ""
+            status = "" if sub.status == "ok" else f"，{STATUS_ZH.get(sub.status, sub.status)}"
+            cells.append(f"{got:g}{status}{flag}" if sub.status != "missing" else "没交")
+        lines.append(f"| {md_text(student)} | " + " | ".join(cells) + f" | {total:g} |")
+    untouched = [s for s in subs if s.untouched]
+    if untouched:
+        lines += ["", f"未改动：{len(untouched)} 份 notebook 交上来时和发布版一样（一个空也没填）："
+                  + "，".join(f"{md_text(s.student)}（{s.assignment}）" for s in untouched)]
+    return lines + [""]
+
+
 def summarize(subs: list[Submission], scores, maxima, header: list[str]) -> str:
     lines = ["# 评分汇总", "", *header, ""]
     for name in sorted(maxima):
@@ -85,7 +118,9 @@ def summarize(subs: list[Submission], scores, maxima, header: list[str]) -> str:
         for s in flagged:
             lines.append(f"| {md_text(s.student)} | {s.assignment or '—'} | {s.status} | {_score(scores, s):g} "
                          f"| {md_text('；'.join(s.notes))} |")
-    return "\n".join(lines) + "\n"
+        lines.append("")
+    lines += student_table(subs, scores, maxima)
+    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 HEADERS = {
@@ -100,11 +135,14 @@ HEADERS = {
 }
 
 
-def write_reports(out: Path, subs: list[Submission], scores, maxima, level: str) -> str:
+def write_reports(out: Path, subs: list[Submission], scores, maxima, level: str, kept: int = 0) -> str:
     """grades.csv, cells.csv and report.md in out; return the report's text (its header names the
-    isolation level the class was graded at)."""
+    isolation level the class was graded at, and how many rows were kept from an earlier run in out)."""
     write_csvs(out, subs, scores, maxima)
     header = [HEADERS[level]]
+    if kept:
+        header += ["", f"**又评了一次，写进了上次的输出**：只评新交或文件改过的作业，其余 {kept} 行沿用上次的评分"
+                       "（成绩册、反馈页和 autograded/ 里的都没有动）。"]
     report = summarize(subs, scores, maxima, header)
     (out / "report.md").write_text(report, encoding="utf-8")
     return report

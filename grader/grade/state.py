@@ -24,6 +24,8 @@ class NotebookState:
     hidden: list[str] = field(default_factory=list)  # the hidden tests' strings: never quoted (redact.py)
     verdicts: dict[str, Any] = field(default_factory=dict)   # grade_id -> verdict.Verdict
     seconds: float = 0.0                   # the notebook's run in its sandbox
+    untouched: bool = False                # handed in as released (prepare.untouched)
+    timed_out: dict[int, int] = field(default_factory=dict)   # cell index -> the cell timeout that stopped it
 
     @classmethod
     def of(cls, resources: dict) -> "NotebookState":

@@ -42,6 +42,7 @@ class Submission:
     seconds: float = 0.0
     identity: tuple[int, int] | None = None   # (st_dev, st_ino) of the file when it was collected
     passed: dict[str, bool] = field(default_factory=dict)   # grade_id -> the trusted verdict
+    untouched: bool = False      # handed in as released: every answer cell as the release has it
 
     def row(self) -> dict:
         """The row as plain data (a shard's manifest): what the class's report needs of it."""

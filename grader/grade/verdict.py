@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import builtins
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import nbformat
@@ -25,11 +25,13 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 
 from agentrl_ref.checks.probes import MIME
 from grader.cells import grade_id, is_test as is_test_cell
+from grader.grade import explain
 from grader.grade.redact import NOTHING, Redactor
 from grader.grade.state import NotebookState
 
 VERDICT_MARK = "agentrl_verdict"  # in the metadata of the output this module appends to a test cell
 VISIBLE = "visible:"  # records written by run_test start with this; hidden probes never do
+FAILED = "failed:"    # the record run_test writes when a visible test fails (agentrl_ref.checks.FAILED)
 REL_TOL, ABS_TOL = 1e-5, 1e-7  # floats: what float32 arithmetic in another order still meets
 REDACTED = "含隐藏测试里的内容，不显示"  # in place of a student's value that holds a hidden test's string
 
@@ -123,7 +125,7 @@ def difference(got: Any, want: Any, where: str = "", show: bool = True, redact: 
         if len(got) != len(want):
             return f"{here}：期望 {len(want)} 项，得到 {len(got)} 项" if show else f"{here}：项数不对"
         for i, (g_item, w_item) in enumerate(zip(got, want)):
-            diff = difference(g_item, w_item, f"{here}[{i}]", show, redact)
+            diff = difference(g_item, w_item, f"{here}[{i}]" if show else here, show, redact)
             if diff:
                 return diff
         return None
@@ -145,7 +147,7 @@ def difference(got: Any, want: Any, where: str = "", show: bool = True, redact: 
                 if got[key] == want[key]:
                     continue
                 return f"{here}：期望抛出 {_exception(want[key])}，得到 {_exception(got[key]) if show else '别的异常'}"
-            sub = f"{here}" if key in ("tensor", "ndarray", "dict", "ok") else f"{here}.{key}"
+            sub = f"{here}" if key in ("tensor", "ndarray", "dict", "ok") or not show else f"{here}.{key}"
             diff = difference(got[key], want[key], sub, show, redact)
             if diff:
                 return diff
@@ -203,33 +205,93 @@ def _short(x: Any, limit: int = 80) -> str:
 @dataclass
 class Verdict:
     passed: bool
-    reason: str = ""       # Chinese, for the feedback and the report (never the hidden inputs themselves)
+    reason: str = ""       # Chinese, for the report and the instructor (never the hidden inputs themselves)
     forged: bool = False   # records the reference never wrote: something in the kernel wrote them
+    lines: list[str] = field(default_factory=list)   # what the student's page says of the cell (check()'s lines)
 
 
-def judge(cell, expected: list[tuple[str, Any]], redact: Redactor = NOTHING) -> Verdict:
+def _exercise(name: str) -> str:
+    return name.split(":", 1)[-1].split(".", 1)[0]
+
+
+def judge(cell, expected: list[tuple[str, Any]], redact: Redactor = NOTHING, timed_out: int | None = None,
+          kernel_error: str | None = None) -> Verdict:
+    """The cell's verdict from its records against the reference's, and the lines its feedback shows: every
+    visible test (✓ or ✗ with check()'s line and hint, rebuilt from its failure record: explain.py) and what the
+    hidden tests found (the property that differs, never a value). timed_out: the cell timeout, if the cell was
+    stopped by it; kernel_error: the built-in exception the cell ended in, if any."""
     got = records(cell)
+    failed = {name[len(FAILED):]: value for name, value in got if name.startswith(FAILED)}
+    got = [(name, value) for name, value in got if not name.startswith(FAILED)]
     want_names = [name for name, _ in expected]
-    extra = [name for name, _ in got if name not in want_names]
-    if extra or len(got) > len(expected):
-        return Verdict(False, f"出现了 {max(len(extra), len(got) - len(expected))} 条参考答案没有的评分记录：疑似伪造",
-                       True)
+    visible_ids = {name[len(VISIBLE):] for name in want_names if name.startswith(VISIBLE)}
+    extra = [name for name, _ in got if name not in want_names] + [t for t in failed if t not in visible_ids]
+    if extra or len(got) > len(expected) or len(failed) > 1:
+        n = max(len(extra), len(got) - len(expected), len(failed) - 1)
+        reason = f"出现了 {n} 条参考答案没有的评分记录：疑似伪造"
+        return Verdict(False, reason, True, [f"✗ {reason}（这一格记 0 分）"])
     got_by_name: dict[str, list[Any]] = {}
     for name, value in got:
         got_by_name.setdefault(name, []).append(value)
+    reasons, lines, hidden_said = [], [], False
+    stopped = _stopped(timed_out, kernel_error)
     for position, (name, want) in enumerate(expected, 1):
         values = got_by_name.get(name, [])
-        label = _label(name, position, len(expected))
         visible = name.startswith(VISIBLE)
+        label = _label(name, position, len(expected))
+        if visible:
+            test_id = name[len(VISIBLE):]
+            heading = explain.title(test_id)
+            if test_id in failed:
+                message, hint = explain.failure_line(_exercise(test_id), failed[test_id], redact)
+                reasons.append(f"{label}没有通过" + (f"：{message}" if message else ""))
+                lines += [f"✗ {heading}", f"    {message or '没有通过'}"] + ([f"    提示：{hint}"] if hint else [])
+            elif not values:
+                reasons.append(f"{label}没有通过或没有跑完")
+                earlier = any(other != test_id for other in failed)   # a test above it in the cell failed
+                lines += [f"✗ {heading}", "    没有运行：这一格上面的可见测试没有通过，后面的代码没有运行" if earlier
+                          else f"    没有跑完：{stopped}"]
+            else:
+                diff = difference(values[0], want, show=True, redact=redact)
+                if diff:
+                    reasons.append(f"{label}不通过：{diff}")
+                    lines += [f"✗ {heading}", f"    {diff}"]
+                else:
+                    lines.append(f"✓ {heading}")
+            continue
+        if hidden_said:
+            continue
         if not values:
-            missing = "没有通过或没有跑完" if visible else "没有跑完（之前的代码出错或卡住了）"
-            return Verdict(False, f"{label}{missing}")
-        diff = difference(values[0], want, show=visible, redact=redact)
+            reasons.append(f"{label}没有跑完（之前的代码出错或卡住了）")
+            ran = any(n.startswith(VISIBLE) for n in want_names) and not failed and not reasons[:-1]
+            lines.append("✗ 隐藏测试：没有跑完" + (f"：{stopped}" if ran
+                                                  else "（上面的可见测试没有通过，这一格后面的代码没有运行）"))
+            hidden_said = True
+            continue
+        diff = difference(values[0], want, show=False, redact=redact)
         if diff:
-            return Verdict(False, f"{label}不通过：{diff}")
-    if [name for name, _ in got] != want_names:
-        return Verdict(False, "评分记录的顺序和参考答案不同：疑似伪造", True)
-    return Verdict(True)
+            reasons.append(f"{label}不通过：{diff}")
+            lines.append(f"✗ {label}不通过：{diff.split('：', 1)[-1]}")
+            hidden_said = True
+    if not reasons and [name for name, _ in got] != want_names:
+        reason = "评分记录的顺序和参考答案不同：疑似伪造"
+        return Verdict(False, reason, True, [f"✗ {reason}（这一格记 0 分）"])
+    if not hidden_said and any(not n.startswith(VISIBLE) for n in want_names):
+        lines.append("✓ 隐藏测试：通过")
+    return Verdict(not reasons, reasons[0] if reasons else "", False, lines)
+
+
+def _stopped(timed_out: int | None, kernel_error: str | None) -> str:
+    """Why a cell's tests did not finish, as far as the grader knows it (Chinese)."""
+    if timed_out:
+        return f"这一格运行超过 {timed_out} 秒，被中断（可能有死循环）"
+    if kernel_error == "NameError":
+        return "这一格用到的名字还没有定义（NameError）：先让上面的答案格能顺利运行"
+    if kernel_error in BUILTIN_EXCEPTIONS:
+        return f"这一格运行时出错（{kernel_error}）"
+    if kernel_error:
+        return "这一格运行时抛出了自定义异常"
+    return "这一格的测试没有运行完"
 
 
 def _label(name: str, position: int, total: int) -> str:
@@ -251,11 +313,8 @@ def error_summary(cell) -> str | None:
 
 def rewrite_test_cell(cell, verdict: Verdict) -> None:
     """Keep what the code printed (stdout; stderr relabelled) and the kernel's error as text (for the
-    instructor; the feedback shows neither), drop records and rich outputs, then append the verdict: a
-    pass mark, or one error output on a failure. In the verdict the kernel's own error is named
-    by its class only when that is a built-in exception (its message and a custom class name are
-    student-controlled text, and may carry what the hidden tests passed in)."""
-    kernel_error = next((o.get("ename") for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
+    instructor; the feedback shows neither), drop records and rich outputs, then append the verdict: the
+    cell's lines (verdict.lines, written by the grader) under a pass mark, or as one error output on a failure."""
     kept = []
     for output in cell.get("outputs", []):
         if output.get("output_type") == "error":   # kept as text for the instructor (the feedback drops it)
@@ -266,29 +325,58 @@ def rewrite_test_cell(cell, verdict: Verdict) -> None:
         elif output.get("name") == "stderr":
             output = nbformat.from_dict({**output, "name": "stdout", "text": "[stderr] " + output.get("text", "")})
         kept.append(output)
+    cell["outputs"] = kept + [verdict_output(verdict)]
+
+
+def verdict_output(verdict: Verdict):
+    """The output a test cell's verdict becomes: a pass mark, or an error output (nbgrader's 0), with its lines."""
     if verdict.passed:
         # display_data, not a stream: a stream output may not carry metadata (nbformat's schema)
-        mark = nbformat.v4.new_output("display_data", data={"text/plain": "评分：本单元通过。"})
+        text = "\n".join(["评分：本单元通过。", *verdict.lines])
+        mark = nbformat.v4.new_output("display_data", data={"text/plain": text})
     else:
-        reason = verdict.reason + (f"\n内核里的报错：{kernel_error}" if kernel_error in BUILTIN_EXCEPTIONS else "")
-        mark = nbformat.v4.new_output("error", ename="评分未通过", evalue=reason, traceback=[f"评分未通过：{reason}"])
+        lines = verdict.lines or [f"✗ {verdict.reason}"]
+        head = "评分未通过：这一格记 0 分"
+        mark = nbformat.v4.new_output("error", ename="评分未通过", evalue=verdict.reason,
+                                      traceback=[head, *(_red(line) if line.startswith("✗") else line
+                                                         for line in lines)])
     mark.setdefault("metadata", {})[VERDICT_MARK] = True
-    cell["outputs"] = kept + [mark]
+    return mark
+
+
+def _red(line: str) -> str:
+    return f"\x1b[0;31m{line}\x1b[0m"
+
+
+def timed_out_output(seconds: int):
+    """The mark on a cell (not a test cell) that the cell timeout stopped: what its page says of it."""
+    text = (f"评分时这一格运行超过 {seconds} 秒，被中断（可能有死循环）：这一格之后、用到它的测试都没有通过。"
+            "在自己的 JupyterLab 里运行它，看看它为什么停不下来。")
+    mark = nbformat.v4.new_output("error", ename="超时", evalue=text, traceback=[_red("✗ " + text)])
+    mark.setdefault("metadata", {})[VERDICT_MARK] = True
+    return mark
 
 
 def judge_notebook(nb: nbformat.NotebookNode, expected: dict[str, list[tuple[str, Any]]],
-                   hidden: list[str] = ()) -> dict[str, Verdict]:
+                   hidden: list[str] = (), timed_out: dict[int, int] | None = None) -> dict[str, Verdict]:
     """Judge every test cell against expected (grade_id -> the reference's records) and rewrite it (see
-    rewrite_test_cell); hidden: the assignment's hidden-test strings, never quoted. Return grade_id -> Verdict."""
+    rewrite_test_cell); hidden: the assignment's hidden-test strings, never quoted; timed_out: cell index ->
+    the cell timeout that stopped it (such a cell that is no test cell gets a mark saying so).
+    Return grade_id -> Verdict."""
     found = {}
     redact = Redactor(hidden)
-    for cell in nb.cells:
+    timed_out = timed_out or {}
+    for index, cell in enumerate(nb.cells):
         if is_test_cell(cell):
             gid = grade_id(cell)
-            verdict = (judge(cell, expected[gid], redact) if gid in expected
+            kernel_error = next((o.get("ename") for o in cell.get("outputs", []) if o.get("output_type") == "error"),
+                                None)
+            verdict = (judge(cell, expected[gid], redact, timed_out.get(index), kernel_error) if gid in expected
                        else Verdict(False, f"参考答案里没有测试单元 {gid}"))
             found[gid] = verdict
             rewrite_test_cell(cell, verdict)
+        elif index in timed_out and cell.get("cell_type") == "code":
+            cell.setdefault("outputs", []).append(timed_out_output(timed_out[index]))
     return found
 
 
@@ -300,7 +388,7 @@ class TrustedVerdict(NbGraderPreprocessor):
 
     def preprocess(self, nb, resources):
         state = NotebookState.of(resources)
-        state.verdicts = verdicts = judge_notebook(nb, state.expected, state.hidden)
+        state.verdicts = verdicts = judge_notebook(nb, state.expected, state.hidden, state.timed_out)
         if any(REDACTED in v.reason for v in verdicts.values()):
             state.notes.append("可见测试的返回值里有隐藏测试的字符串：反馈里没有显示这些值")
         forged = sorted(gid for gid, v in verdicts.items() if v.forged)

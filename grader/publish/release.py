@@ -34,34 +34,26 @@ SKIP_TAG = "skip-execution"
 REMOVE_TAG = "remove-cell"  # myst-nb: run, not shown
 
 
-SETUP_ID = "setup"  # grade_id of the read-only first cell of every notebook
+SETUP_ID = "setup"  # grade_id of the read-only setup cell, right below the title of every notebook
 SETUP_TEMPLATE = """\
-# 环境准备（只读）。在课程自己的环境里（make lab）这一格什么也不做；在 Colab 或任何还没装课程包的
-# Jupyter 里，它从课程网站安装 agentrl_ref（check() 自查、画图和表格都在里面）。
-# 评分时这一格不运行，评分环境里也没有本题的参考实现：答案里直接调用 agentrl_ref 的参考实现，
-# 自查能通过，评分时会失败。
-import importlib
-import importlib.metadata
-import os
-import subprocess
-import sys
+# 环境准备（只读）：在 Colab 或还没装课程包的 Jupyter 里，从课程网站装上 agentrl_ref；在 make lab 里什么也不做。
+# 评分时这一格不运行，评分环境里也没有本题的参考答案：答案里调用 agentrl_ref 的参考实现，评分时会失败。
+from importlib import invalidate_caches, metadata
+from os import environ
+from subprocess import check_call
+from sys import executable
 
-# 课程网站的地址（_config.yml 的 html.baseurl；空的：这一份课程还没有发布网站）
-COURSE_SITE = os.environ.get("AGENTRL_COURSE_SITE", {site!r})
+COURSE_SITE = environ.get("AGENTRL_COURSE_SITE", {site!r})  # 课程网站：_config.yml 的 html.baseurl
 AGENTRL_REF_VERSION = {version!r}
-try:
-    _installed = importlib.metadata.version("agentrl-ref")
-except importlib.metadata.PackageNotFoundError:
-    _installed = None
-if _installed != AGENTRL_REF_VERSION and not COURSE_SITE:
-    raise RuntimeError("没有装课程包 agentrl_ref，这一份课程也还没有设置课程网站（_config.yml 的 html.baseurl），"
-                       "没法从网站安装：在课程仓库里运行 make lab，或者 pip install 课程仓库。")
-if _installed != AGENTRL_REF_VERSION:
+if AGENTRL_REF_VERSION not in {{d.version for d in metadata.distributions(name="agentrl-ref")}}:
+    if not COURSE_SITE:
+        raise RuntimeError("没有装课程包 agentrl_ref：在课程仓库里运行 make lab，或者 pip install 课程仓库。")
     _wheel = f"{{COURSE_SITE}}dist/agentrl_ref-{{AGENTRL_REF_VERSION}}-py3-none-any.whl"
     print(f"正在安装课程包：{{_wheel}}")
-    subprocess.check_call([sys.executable, "-m", "pip", "install", "--quiet", f"agentrl-ref[course] @ {{_wheel}}"])
-    importlib.invalidate_caches()
+    check_call([executable, "-m", "pip", "install", "--quiet", f"agentrl-ref[course] @ {{_wheel}}"])
+    invalidate_caches()
 """
+TEST_TAG = "raises-exception"   # JupyterLab's Run All and nbclient go on past a failing test cell (it still scores 0)
 
 
 def course_settings(root: Path = ROOT) -> tuple[str, str]:
@@ -83,30 +75,51 @@ def setup_cell_source(root: Path = ROOT) -> str:
     return SETUP_TEMPLATE.format(site=site, version=version).rstrip("\n")
 
 
+def _title_index(nb: nbformat.NotebookNode) -> int:
+    """The index of the notebook's title cell (the first markdown cell with a `# ` heading), or -1."""
+    return next((i for i, c in enumerate(nb.cells) if c.cell_type == "markdown"
+                 and any(line.startswith("# ") for line in c.source.splitlines())), -1)
+
+
 def with_setup_cell(nb: nbformat.NotebookNode, source: str) -> bool:
-    """Make the first cell of an instructor notebook the read-only setup cell (tagged demo: not run
-    while grading); return True if the notebook changed."""
-    first = nb.cells[0] if nb.cells else None
-    if first is not None and first.metadata.get("nbgrader", {}).get("grade_id") == SETUP_ID:
-        if first.source == source:
-            return False
-        first.source = source
-        return True
-    cell = nbformat.v4.new_code_cell(source)
-    cell.id = SETUP_ID
-    cell.metadata = {"nbgrader": {"grade": False, "grade_id": SETUP_ID, "locked": True, "schema_version": 3,
-                                  "solution": False}, "tags": ["demo"]}
-    nb.cells.insert(0, cell)
-    return True
+    """Make the cell right below the title of an instructor notebook the read-only setup cell (tagged demo: not
+    run while grading); return True if the notebook changed."""
+    found = next((i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("grade_id") == SETUP_ID),
+                 None)
+    if found is None:
+        cell = nbformat.v4.new_code_cell(source)
+        cell.id = SETUP_ID
+        cell.metadata = {"nbgrader": {"grade": False, "grade_id": SETUP_ID, "locked": True, "schema_version": 3,
+                                      "solution": False}, "tags": ["demo"]}
+    else:
+        cell = nb.cells.pop(found)
+    changed = found is None or cell.source != source
+    cell.source = source
+    at = _title_index(nb) + 1
+    nb.cells.insert(at, cell)
+    return changed or at != found
+
+
+def with_test_tags(nb: nbformat.NotebookNode) -> bool:
+    """Every test cell tagged TEST_TAG (a failing one no longer stops Run All); True if the notebook changed."""
+    changed = False
+    for cell in nb.cells:
+        grading = cell.metadata.get("nbgrader", {})
+        if cell.cell_type == "code" and grading.get("grade") and not grading.get("solution") \
+                and TEST_TAG not in _tags(cell):
+            cell.metadata["tags"] = _tags(cell) + [TEST_TAG]
+            changed = True
+    return changed
 
 
 def refresh_setup_cells(names: list[str], course: Path = GRADER, root: Path = ROOT) -> list[Path]:
-    """Write the current setup cell into every instructor notebook that lacks it or has an old one."""
+    """Write the current setup cell, below the title, into every instructor notebook that lacks it or has an old one
+    (or has it elsewhere), and tag every test cell TEST_TAG."""
     source, changed = setup_cell_source(root), []
     for name in names:
         path = course / "source" / name / f"{name}.ipynb"
         nb = nbformat.read(path, as_version=4)
-        if with_setup_cell(nb, source):
+        if with_setup_cell(nb, source) | with_test_tags(nb):
             nbformat.write(nb, path)
             changed.append(path)
     return changed

@@ -17,3 +17,15 @@ MUTATIONS = {
     # TODO 3
     "truthiness: Fraction(0) is falsy": ({3: "not pred or not gold_v"}, "test_zero_answer"),
 }
+
+# The one hint every failing visible test gives for each mistake (tests/test_hints.py, tests/test_nbgrader.py).
+HINTS = {
+    "the first box instead of the last": "取最后一个",
+    "str.rindex raises when there is no box": "str.rfind 找不到返回 -1",
+    "rfind of \\boxed without its brace": "要找的是 BOX（带着 {）",
+    "stop at the first } (no counting, like [^{}]*)": "回到 0 的那个 }",
+    "counter compared with 1": "回到 0 的那个 }",
+    "the seed page's float fallback (E2)": "不要经过 float",
+    "through float (loses exactness)": "不要经过 float",
+    "truthiness: Fraction(0) is falsy": "要写 is None",
+}

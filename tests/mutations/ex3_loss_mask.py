@@ -22,3 +22,18 @@ MUTATIONS = {
     'role is "assistant" in the ChatML rule': ({2: 'role is "assistant" and part in ("content", "end")'},
                                                "test_chatml_rule"),
 }
+
+# The one hint every failing visible test gives for each mistake (tests/test_hints.py, tests/test_nbgrader.py).
+HINTS = {
+    'role != "user" (trains system and tool)': "只有 assistant 段是 1",
+    "tool output trained too": "只有 assistant 段是 1",
+    'role is "assistant" (identity, not equality)': "不要用 is",
+    "mask[:-1]: shifted the wrong way": "去掉 mask 的第一个元素",
+    "mask not shifted at all": "结果比 mask 短 1",
+    "shift, then pad back to full length": "结果比 mask 短 1",
+    "whole assistant message (header trained)": "是模板写的（生成提示）",
+    "<|im_end|> not trained (never stops)": "<|im_end|> 要训练",
+    "tool content trained": "tool 的输出是环境给的 observation",
+    "everything but headers": "tool 的输出是环境给的 observation",
+    'role is "assistant" in the ChatML rule': "不要用 is",
+}

@@ -17,3 +17,17 @@ MUTATIONS = {
     "notify only when a full batch is ready": ({1: "if len(self.buf) >= self.batch_size: self.cond.notify_all()"},
                                                "test_several_trainers"),
 }
+
+# The one hint every failing visible test gives for each mistake (tests/test_hints.py, tests/test_nbgrader.py).
+HINTS = {
+    "deque() without maxlen": "deque(maxlen=max_capacity) 满了以后",
+    "deque(max_capacity): the int is the iterable": "deque 的第一个参数是初始元素",
+    "capacity of one batch: maxlen=batch_size": "容量是 max_capacity，不是 batch_size",
+    "notify() where notify_all() is needed": "要用 notify_all()，不是 notify()",
+    "notify_all named but not called": "带括号才是调用",
+    "strict > in the predicate": "条件要用 >=，不是 >",
+    "== instead of >=": "不是“恰好 batch_size 条”（==）",
+    "any data is enough: len > 0": "条件太宽",
+    "no waiting at all: lambda: True": "条件太宽",
+    "notify only when a full batch is ready": "每次 put 都要 notify_all()",
+}

@@ -17,3 +17,17 @@ MUTATIONS = {
                                    "test_total_weighted"),
     "mean of the components": ({3: "sum(scores.values()) / len(scores)"}, "test_total_weighted"),
 }
+
+# The one hint every failing visible test gives for each mistake (tests/test_hints.py, tests/test_nbgrader.py).
+HINTS = {
+    "the seed page's docstring (long is best)": "docstring 写的方向是反的",
+    "the two cosine branches swapped": "两支写反了",
+    "wrong branch sign flipped": "答错的一支是 -1.0 + cos_factor",
+    "wrong answers get 0": "答错的一支是 -1.0 + cos_factor",
+    "length ratio not clamped": "两支都只用 cos_factor",
+    "subset check accepts extra funcs": "set(weights) == set(funcs)",
+    "only the number of keys compared": "set(weights) == set(funcs)",
+    "plain sum of the components": "不是分量的直接求和或平均",
+    "weights zipped by position": "按位置 zip 会配错",
+    "mean of the components": "不是分量的直接求和或平均",
+}

@@ -50,3 +50,4 @@ FIRST_HINT = {
     "normalise the whole batch as one group": "整批被当成了一组",
     "broadcast the raw rewards": "没有先做组内标准化",
 }
+HINTS = FIRST_HINT   # the one hint of each mistake (tests/test_hints.py, tests/test_nbgrader.py)
