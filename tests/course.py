@@ -1,8 +1,11 @@
 """What the tests need to know about the course: assignments, their solutions, hidden tests and mutations."""
 from __future__ import annotations
 
+import hashlib
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -120,3 +123,181 @@ def cell_scores(course: Path, assignment: str) -> dict[str, dict[str, tuple[floa
             notebook = gb.find_submission_notebook(assignment, assignment, sub.student_id)
             out[sub.student_id] = {g.name: (g.score, g.max_score) for g in notebook.grades}
     return out
+
+
+def reference_record(assignment: str) -> Path:
+    """The session's file of the assignment's reference records (AGENTRL_REFERENCE_STORE, tests/conftest.py), run
+    now from the instructor notebook in grader/source if no grading has needed it yet; for a grading run that cannot
+    see the store (the cgroup v2 guest) to get a copy."""
+    from grader.grade.execute import runner_for
+    from grader.grade.reference import STORE, expected_for, reference_key
+
+    store = Path(os.environ[STORE])
+    grading = store.parent / f"{store.name}-runs"
+    runner = runner_for(assignment, grading)
+    expected_for(assignment, SOURCE, runner, grading)
+    key = reference_key(SOURCE / assignment / f"{assignment}.ipynb", runner.package_root)
+    return store / f"{assignment}-{key}.json"
+
+
+class ReferenceStore:
+    """The session's folder of reference records (grader/grade/reference.py): the grader writes each record once,
+    from the course's instructor notebook; this remembers every record's digest the first time it sees it and,
+    after every test, that none changed (a test that rewrote one fails, and the record is removed so the next
+    grading runs it again)."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.seen: dict[str, str] = {}
+
+    def records(self) -> dict[str, str]:
+        return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(self.folder.glob("*.json"))}
+
+    def check(self) -> list[str]:
+        changed = []
+        for name, digest in self.records().items():
+            if self.seen.setdefault(name, digest) != digest:
+                changed.append(name)
+                (self.folder / name).unlink(missing_ok=True)
+                del self.seen[name]
+        changed += [name for name in list(self.seen) if not (self.folder / name).exists() and self.seen.pop(name)]
+        return changed
+
+
+# ---------------------------------------------------------------- notebooks run in a real kernel, watched
+#
+# Why not plain nbclient: two things on this machine made kernel runs stall or fail for reasons that are not the
+# notebook's.
+# - A reply that never wakes its reader. nbclient waits for a cell's reply with ONE poll of the shell socket as
+#   long as the cell's timeout. When the cell shows a figure in an Output widget (exercise 4's playground does),
+#   nbclient's Output-widget model sends its state back to the kernel on that same shell socket while the poll
+#   is pending, and now and then the reply that arrives next never wakes the poll (the zmq socket's wake-up is
+#   lost): the kernel has answered and sits idle, nbclient sees the reply only when its poll times out, and goes
+#   on as if nothing happened. That was test_rollout_playground's "119 s before cell 1" (timeout 120 s): measured
+#   here, 8 of ~100 such cells on a loaded machine, none of ~600 cells without the widget's send-back, and the
+#   reply was always there, unread, at the deadline. Here every wait is many short polls (SLICE): a reply that
+#   came without a wake-up is read within SLICE seconds.
+# - A port taken between nbclient choosing it and the kernel binding it (TCP; other programs on the machine
+#   start kernels too): the kernel dies at start. Here kernels talk over IPC files in a private folder.
+# And a watchdog: a phase (kernel start, a cell's reply, its outputs, shutdown) that waits longer than its limit
+# fails the run with the phase named and what the kernel was doing, instead of a silent minute.
+
+SLICE = 0.5          # seconds of one poll of a kernel channel
+
+
+class KernelStall(RuntimeError):
+    """A phase of a watched kernel run waited longer than its limit."""
+
+
+class _Watch:
+    """The phase a watched run is in, since when (monotonic), and the phases before it."""
+
+    def __init__(self, limit: float):
+        self.limit, self.phase, self.since, self.log = limit, "kernel start", time.monotonic(), []
+        self.kernel_pid: int | None = None
+
+    def enter(self, phase: str) -> None:
+        now = time.monotonic()
+        self.log.append((self.phase, now - self.since))
+        self.phase, self.since = phase, now
+
+    def check(self, channel: str) -> None:
+        waited = time.monotonic() - self.since
+        if waited > self.limit:
+            raise KernelStall(f"{self.phase}: still waiting for the kernel on the {channel} channel after "
+                              f"{waited:.0f} s (limit {self.limit:.0f} s); the kernel: "
+                              f"{_process_state(self.kernel_pid)}; the phases before: {self.phases()}")
+
+    def phases(self) -> str:
+        return ", ".join(f"{phase} {seconds:.1f} s" for phase, seconds in self.log) or "none"
+
+
+def _process_state(pid: int | None) -> str:
+    if pid is None:
+        return "not started"
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return f"pid {pid} gone"
+    return f"pid {pid} state {fields[0]}, cpu {(int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK'):.1f} s"
+
+
+def _watched_client_class():
+    from jupyter_client.asynchronous import AsyncKernelClient
+    from jupyter_client.channels import AsyncZMQSocketChannel
+    from traitlets import Type
+
+    class WatchedChannel(AsyncZMQSocketChannel):
+        watch: _Watch | None = None
+        name = "kernel"
+
+        async def get_msg(self, timeout=None):
+            from queue import Empty
+
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while True:
+                step = SLICE if deadline is None else max(0.0, min(SLICE, deadline - time.monotonic()))
+                if await self.socket.poll(int(step * 1000)):
+                    return await self._recv()
+                if self.watch is not None:
+                    self.watch.check(self.name)
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise Empty
+
+    class WatchedKernelClient(AsyncKernelClient):
+        shell_channel_class = Type(WatchedChannel)
+        iopub_channel_class = Type(WatchedChannel)
+
+    return WatchedKernelClient
+
+
+def run_notebook(nb: nbformat.NotebookNode, *, cwd: Path | None = None, timeout: int = 300,
+                 phase_limit: float | None = None, kernel_name: str = "python3", **options) -> nbformat.NotebookNode:
+    """Execute nb in place in a fresh kernel, as nbclient does (any cell error raises CellExecutionError), with the
+    kernel's channels polled in short slices, over IPC, and a watchdog (see above): a phase (kernel start, a cell,
+    what follows a cell: the last one's is the kernel's shutdown) longer than phase_limit seconds (default: timeout)
+    raises KernelStall naming it. Returns nb; options go to nbclient.NotebookClient."""
+    import shutil
+    import tempfile
+
+    import nbclient
+    from jupyter_client import AsyncKernelManager
+
+    watch = _Watch(phase_limit or timeout)
+    folder = Path(tempfile.mkdtemp(prefix="agentrl-k-"))   # the kernel's IPC files (short: a socket path's limit)
+    client_class = _watched_client_class()
+
+    class WatchedKernelManager(AsyncKernelManager):
+        def __init__(self, **kw):
+            super().__init__(transport="ipc", ip=str(folder / "k"), **kw)
+            self.client_factory = client_class
+
+        async def _async_post_start_kernel(self, **kw):
+            await super()._async_post_start_kernel(**kw)
+            watch.kernel_pid = getattr(getattr(self.provisioner, "process", None), "pid", None)
+
+        def client(self, **kw):
+            kc = super().client(**kw)
+            for name in ("shell", "iopub"):
+                channel = getattr(kc, f"{name}_channel")
+                channel.watch, channel.name = watch, name
+            return kc
+
+    def enter(phase):
+        return lambda cell=None, cell_index=None, **_: watch.enter(phase.format(i=cell_index))
+
+    options.setdefault("iopub_timeout", KEEP_OUTPUTS["iopub_timeout"])
+    options.setdefault("raise_on_iopub_timeout", KEEP_OUTPUTS["raise_on_iopub_timeout"])
+    client = nbclient.NotebookClient(
+        nb, timeout=timeout, kernel_name=kernel_name, kernel_manager_class=WatchedKernelManager,
+        resources={"metadata": {"path": str(cwd)}} if cwd else {},
+        on_cell_execute=enter("cell {i}"), on_cell_executed=enter("after cell {i}"),
+        on_notebook_complete=enter("done"), **options)
+    try:
+        client.execute()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    slow = [(phase, seconds) for phase, seconds in watch.log if seconds > watch.limit]
+    if slow:
+        raise KernelStall(f"{slow[0][0]} took {slow[0][1]:.0f} s (limit {watch.limit:.0f} s); phases: {watch.phases()}")
+    return nb
