@@ -168,22 +168,13 @@ class ReferenceStore:
 #
 # Why not plain nbclient: two things on this machine made kernel runs stall or fail for reasons that are not the
 # notebook's.
-# - A reply that never wakes its reader. nbclient waits for a cell's reply with ONE poll of the shell socket as
-#   long as the cell's timeout. When the cell shows a figure in an Output widget (exercise 4's playground does),
-#   nbclient's Output-widget model sends its state back to the kernel on that same shell socket while the poll
-#   is pending, and now and then the reply that arrives next never wakes the poll (the zmq socket's wake-up is
-#   lost): the kernel has answered and sits idle, nbclient sees the reply only when its poll times out, and goes
-#   on as if nothing happened. That was test_rollout_playground's "119 s before cell 1" (timeout 120 s): measured
-#   here, 8 of ~100 such cells on a loaded machine, none of ~600 cells without the widget's send-back, and the
-#   reply was always there, unread, at the deadline. Here every wait is many short polls (SLICE): a reply that
-#   came without a wake-up is read within SLICE seconds.
-# - A port taken between nbclient choosing it and the kernel binding it (TCP; other programs on the machine
-#   start kernels too): the kernel dies at start. Here kernels talk over IPC files in a private folder.
-# And a watchdog: a phase (kernel start, a cell's reply, its outputs, shutdown) that waits longer than its limit
-# fails the run with the phase named and what the kernel was doing, instead of a silent minute.
-
-SLICE = 0.5          # seconds of one poll of a kernel channel
-
+# - A reply that never wakes its reader: nbclient's one long poll of the shell socket, and the Output widget's
+#   send-back on that socket (book/_ext/kernel_polls.py, measured there). That was test_rollout_playground's "119 s
+#   before cell 1" (cell timeout 120 s). Here the channels poll in slices: such a reply is read within half a second.
+# - A port taken between nbclient choosing it and the kernel binding it (TCP; other programs on the machine start
+#   kernels too): the kernel dies at its start. Here kernels talk over IPC files in a private folder.
+# And a watchdog: a phase (kernel start, a cell, what follows a cell: after the last one the kernel's shutdown) that
+# waits longer than its limit fails the run with the phase named and what the kernel was doing, not a silent minute.
 
 class KernelStall(RuntimeError):
     """A phase of a watched kernel run waited longer than its limit."""
@@ -227,22 +218,12 @@ def _watched_client_class():
     from jupyter_client.channels import AsyncZMQSocketChannel
     from traitlets import Type
 
+    from kernel_polls import get_msg_in_slices  # book/_ext (tests/conftest.py puts it on the path)
+
     class WatchedChannel(AsyncZMQSocketChannel):
         watch: _Watch | None = None
         name = "kernel"
-
-        async def get_msg(self, timeout=None):
-            from queue import Empty
-
-            deadline = None if timeout is None else time.monotonic() + timeout
-            while True:
-                step = SLICE if deadline is None else max(0.0, min(SLICE, deadline - time.monotonic()))
-                if await self.socket.poll(int(step * 1000)):
-                    return await self._recv()
-                if self.watch is not None:
-                    self.watch.check(self.name)
-                if deadline is not None and time.monotonic() >= deadline:
-                    raise Empty
+        get_msg = get_msg_in_slices
 
     class WatchedKernelClient(AsyncKernelClient):
         shell_channel_class = Type(WatchedChannel)

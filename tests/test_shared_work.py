@@ -23,6 +23,7 @@ import site_build  # book/_ext
 from course import SOURCE, ReferenceStore, filled, reference_fills
 from grader.grade.execute import runner_for
 from grader.grade.pipeline import grade
+from grader.grade import reference
 from grader.grade.reference import STORE, expected_for, reference_key
 
 A = "ex1_format_reward"
@@ -41,10 +42,6 @@ def _scores(out: Path) -> dict[str, tuple[float, float]]:
         return {r["student_id"]: (float(r["score"]), float(r["max_score"])) for r in csv.DictReader(f)}
 
 
-def _reference_runs(out: Path) -> list[Path]:
-    return sorted((out / "grading" / "work").glob("reference-*"))
-
-
 def _digests(folder: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
 
@@ -57,10 +54,25 @@ def store(tmp_path, monkeypatch) -> Path:
     return folder
 
 
-def test_a_second_grading_reads_the_first_ones_records_and_a_hand_in_cannot_write_them(store, tmp_path):
+@pytest.fixture
+def reference_runs(monkeypatch) -> list[str]:
+    """The assignments whose instructor notebook was run (in this process), in order."""
+    runs: list[str] = []
+    real = reference._run_reference
+
+    def counted(assignment, *args, **kwargs):
+        runs.append(assignment)
+        return real(assignment, *args, **kwargs)
+
+    monkeypatch.setattr(reference, "_run_reference", counted)
+    return runs
+
+
+def test_a_second_grading_reads_the_first_ones_records_and_a_hand_in_cannot_write_them(store, reference_runs,
+                                                                                       tmp_path):
     right = filled(A, reference_fills(A))
     grade(_class(tmp_path / "c1", honest=right), tmp_path / "out1", feedback=False)
-    assert len(_reference_runs(tmp_path / "out1")) == 1          # the first run ran the instructor notebook
+    assert reference_runs == [A]                                   # the first run ran the instructor notebook
     records = _digests(store)
     key = reference_key(SOURCE / A / f"{A}.ipynb", runner_for(A, tmp_path / "out1" / "grading").package_root)
     assert [n for n in records if n.endswith(".json")] == [f"{A}-{key}.json"]    # the instructor notebook's key
@@ -76,14 +88,14 @@ def test_a_second_grading_reads_the_first_ones_records_and_a_hand_in_cannot_writ
         "    except Exception as _exc:\n"
         "        print('cannot', type(_exc).__name__)\n"))
     grade(_class(tmp_path / "c2", honest=right, poisoner=nbformat.writes(nb)), tmp_path / "out2", feedback=False)
-    assert _reference_runs(tmp_path / "out2") == []               # read from the store, not run again
+    assert reference_runs == [A]                                   # the second read it from the store
     assert _digests(store) == records                              # nothing written, nothing added
     scores = _scores(tmp_path / "out2")
     assert scores["honest"] == scores["poisoner"] == _scores(tmp_path / "out1")["honest"]
     assert scores["honest"][0] == scores["honest"][1] > 0
 
 
-def test_a_changed_instructor_notebook_gets_a_key_and_a_run_of_its_own(store, tmp_path):
+def test_a_changed_instructor_notebook_gets_a_key_and_a_run_of_its_own(store, reference_runs, tmp_path):
     grading = tmp_path / "grading"
     runner = runner_for(A, grading)
     first = expected_for(A, SOURCE, runner, grading)
@@ -99,15 +111,16 @@ def test_a_changed_instructor_notebook_gets_a_key_and_a_run_of_its_own(store, tm
     assert len(keys) == 2 and {f"{A}-{k}.json" for k in keys} <= set(_digests(store))
     assert all(_digests(store)[name] == data for name, data in before.items())   # the old record untouched
     assert first == second                       # the same tests, so the same records: run again, not reused
-    assert len(sorted((grading / "work").glob("reference-*"))) == 2
+    assert reference_runs == [A, A]
+    assert expected_for(A, source, runner, grading) == second and reference_runs == [A, A]   # now both are kept
 
 
-def test_where_the_store_cannot_be_written_the_run_keeps_its_records_itself(tmp_path, monkeypatch):
+def test_where_the_store_cannot_be_written_the_run_keeps_its_records_itself(tmp_path, monkeypatch, reference_runs):
     blocked = tmp_path / "a-file"
     blocked.write_text("not a folder", encoding="utf-8")
     monkeypatch.setenv(STORE, str(blocked / "store"))     # no folder can be made there, by root either
     grade(_class(tmp_path / "c", honest=filled(A, reference_fills(A))), tmp_path / "out", feedback=False)
-    assert len(_reference_runs(tmp_path / "out")) == 1
+    assert reference_runs == [A]
     assert list((tmp_path / "out" / "grading" / "expected").glob("*.json"))   # kept in the run's own cache
     honest = _scores(tmp_path / "out")["honest"]
     assert honest[0] == honest[1] > 0
