@@ -186,18 +186,21 @@ class _Watch:
     def __init__(self, limit: float):
         self.limit, self.phase, self.since, self.log = limit, "kernel start", time.monotonic(), []
         self.kernel_pid: int | None = None
+        self.stall: str | None = None
 
     def enter(self, phase: str) -> None:
         now = time.monotonic()
         self.log.append((self.phase, now - self.since))
         self.phase, self.since = phase, now
 
-    def check(self, channel: str) -> None:
+    def over(self, channel: str) -> bool:
+        """True once the phase has waited past the limit (the first time: what to say, in self.stall)."""
         waited = time.monotonic() - self.since
-        if waited > self.limit:
-            raise KernelStall(f"{self.phase}: still waiting for the kernel on the {channel} channel after "
-                              f"{waited:.0f} s (limit {self.limit:.0f} s); the kernel: "
-                              f"{_process_state(self.kernel_pid)}; the phases before: {self.phases()}")
+        if waited > self.limit and self.stall is None:
+            self.stall = (f"{self.phase}: still waiting for the kernel on the {channel} channel after {waited:.0f} s "
+                          f"(limit {self.limit:.0f} s); the kernel: {_process_state(self.kernel_pid)}; the phases "
+                          f"before: {self.phases()}")
+        return self.stall is not None
 
     def phases(self) -> str:
         return ", ".join(f"{phase} {seconds:.1f} s" for phase, seconds in self.log) or "none"
@@ -259,9 +262,9 @@ def run_notebook(nb: nbformat.NotebookNode, *, cwd: Path | None = None, timeout:
 
         def client(self, **kw):
             kc = super().client(**kw)
-            for name in ("shell", "iopub"):
-                channel = getattr(kc, f"{name}_channel")
-                channel.watch, channel.name = watch, name
+            # the shell channel carries every wait for the kernel (its start, each cell's reply); after a reply,
+            # nbclient's iopub_timeout bounds the wait for the cell's outputs and names it ("Timeout waiting for IOPub")
+            kc.shell_channel.watch, kc.shell_channel.name = watch, "shell"
             return kc
 
     def enter(phase):
@@ -276,6 +279,10 @@ def run_notebook(nb: nbformat.NotebookNode, *, cwd: Path | None = None, timeout:
         on_notebook_complete=enter("done"), **options)
     try:
         client.execute()
+    except Exception as exc:
+        if watch.stall:   # nbclient stopped the run as if a timeout had passed: say which phase waited
+            raise KernelStall(watch.stall) from exc
+        raise
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     slow = [(phase, seconds) for phase, seconds in watch.log if seconds > watch.limit]

@@ -7,6 +7,7 @@
   changed record (tests/conftest.py).
 - The site (book/_ext/site_build.py): reused only when its stamp is the hash of exactly these inputs; an edit to a
   page, the package or a new file counts, a test file does not; a failed build leaves no stamp.
+- The tests' kernels (course.run_notebook): a phase past its limit fails naming the phase and the kernel's state.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import nbformat
 import pytest
 
 import site_build  # book/_ext
-from course import SOURCE, ReferenceStore, filled, reference_fills
+from course import SOURCE, KernelStall, ReferenceStore, filled, reference_fills, run_notebook
 from grader.grade.execute import runner_for
 from grader.grade.pipeline import grade
 from grader.grade import reference
@@ -177,3 +178,19 @@ def test_a_failed_build_leaves_no_stamp(tmp_path):
     result = site_build.build(root, reuse=True, capture=True)
     assert not result["reused"] and result["returncode"] != 0
     assert not (html / site_build.STAMP).exists()
+
+
+# ---------------------------------------------------------------- the tests' watched kernels
+
+
+def test_a_kernel_phase_past_its_limit_fails_naming_the_phase_and_the_kernel():
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_code_cell("import time\ntime.sleep(30)")]
+    with pytest.raises(KernelStall) as stall:
+        run_notebook(nb, timeout=60, phase_limit=3)
+    said = str(stall.value)
+    assert said.startswith("cell 1: still waiting for the kernel on the shell channel"), said
+    assert "the kernel: pid" in said and "cell 0" in said and "kernel start" in said, said
+    nb.cells = nb.cells[:1]
+    assert run_notebook(nb, timeout=60, phase_limit=30).cells[0].execution_count == 1   # over IPC, no stall

@@ -20,7 +20,9 @@ SLICE = 0.5   # seconds of one poll
 
 
 async def get_msg_in_slices(self, timeout: float | None = None):
-    """AsyncZMQSocketChannel.get_msg, polling in slices; a channel's `watch` (if any) is asked between them."""
+    """AsyncZMQSocketChannel.get_msg, polling in slices. A channel's `watch` (if any) is asked between them; once it
+    says the wait is over its limit, this gives up as a poll that timed out does (Empty), and nbclient stops the
+    run the way it stops a cell past its timeout (the watch keeps what to say)."""
     from queue import Empty
 
     deadline = None if timeout is None else time.monotonic() + timeout
@@ -29,8 +31,8 @@ async def get_msg_in_slices(self, timeout: float | None = None):
         if await self.socket.poll(int(step * 1000)):
             return await self._recv()
         watch = getattr(self, "watch", None)
-        if watch is not None:
-            watch.check(getattr(self, "name", "kernel"))
+        if watch is not None and watch.over(getattr(self, "name", "kernel")):
+            raise Empty
         if deadline is not None and time.monotonic() >= deadline:
             raise Empty
 

@@ -48,11 +48,14 @@ def reference_key(path: Path, package_root: Path) -> str:
     return _digest(path.read_bytes(), *(str(p.relative_to(package_root)).encode() + p.read_bytes() for p in files))
 
 
+def _parse(text: str) -> dict:
+    return {gid: [tuple(r) for r in recs] for gid, recs in json.loads(text).items()}
+
+
 def _read(cache: Path) -> dict | None:
     """The records in cache, or None if there are none (or what is there does not parse as records)."""
     try:
-        data = json.loads(cache.read_text("utf-8"))
-        return {gid: [tuple(r) for r in recs] for gid, recs in data.items()}
+        return _parse(cache.read_text("utf-8"))
     except (OSError, ValueError, AttributeError, TypeError):
         return None
 
@@ -89,11 +92,11 @@ def expected_for(assignment: str, source: Path, runner, grading: Path, cache_dir
         found = _read(cache)
         if found is not None:
             return found
-        expected = _run_reference(assignment, path, runner, grading, key)
+        text = json.dumps(_run_reference(assignment, path, runner, grading, key), ensure_ascii=False)
         tmp = cache.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(expected, ensure_ascii=False), "utf-8")
+        tmp.write_text(text, "utf-8")
         os.replace(tmp, cache)
-        return expected
+        return _parse(text)   # as every later run reads them: the first run judges with the same values
 
 
 def _run_reference(assignment: str, path: Path, runner, grading: Path, key: str) -> dict:
