@@ -1,6 +1,6 @@
 # Agent-RL 代码填空. The first two targets do all the set-up on a fresh machine:
 #   make book   create .venv, install, build the site into _build/html
-#   make test   create/refresh .venv and run every test
+#   make test   create/refresh .venv and run every test (make test-quick: the quick lane, for the edit-run loop)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -10,7 +10,7 @@ PORT ?= 8000
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 AS_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)  # Jupyter refuses root without it (containers, CI)
 
-.PHONY: venv deps fonts vendor book linkcheck test serve lab lab-instructor release bench bench-grading bench-serve grade grade-report grade-service doctor clean
+.PHONY: venv deps fonts vendor book linkcheck test test-quick serve lab lab-instructor release bench bench-grading bench-serve grade grade-report grade-service doctor clean
 
 venv: $(STAMP)
 
@@ -70,8 +70,10 @@ fonts:
 vendor: venv
 	$(PY) book/_ext/offline_assets.py
 
+# jupyter-book build --all -W -n --keep-going . through book/_ext/site_build.py, which stamps a successful build
+# with a hash of what it read: `make test` reuses that build when nothing it depends on changed.
 book: vendor fonts
-	$(VENV)/bin/jupyter-book build --all -W -n --keep-going .
+	$(PY) book/_ext/site_build.py
 	@echo
 	@echo "网站已生成 / site built: file://$(CURDIR)/_build/html/index.html  (或 make serve)"
 
@@ -79,11 +81,16 @@ book: vendor fonts
 linkcheck: vendor
 	$(VENV)/bin/jupyter-book build --builder linkcheck .
 
-# pytest exits 5 when it collected no tests: that is a failure here, never a pass.
+# pytest exits 5 when it collected no tests: that is a failure here, never a pass. `make test` runs every test and
+# ends with the slowest ones and the time of each lane (tests/conftest.py); after `make book` it reuses the site.
+# `make test-quick`: the quick lane only (unit and property tests, the reference package, its checks, the grader's
+# pure parts; no kernel, browser or server), for the edit-run loop. Never instead of `make test`: CI runs that.
+PYTEST_EXIT = rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; exit $$rc
 test: deps venv
-	@$(PY) -m pytest tests -ra --durations=25; rc=$$?; \
-	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; \
-	exit $$rc
+	@$(PY) -m pytest tests -ra --durations=25; $(PYTEST_EXIT)
+
+test-quick: venv
+	@$(PY) -m pytest tests -ra --durations=10 --lane quick; $(PYTEST_EXIT)
 
 serve:
 	@test -f _build/html/index.html || $(MAKE) book

@@ -1,12 +1,24 @@
-"""Shared fixtures: the repo paths, a built site, a served site and a headless Chromium."""
+"""Shared fixtures: the repo paths, a built site, a served site, a headless Chromium and the session's reference
+records; the suite's lanes and where its time goes.
+
+What costs minutes runs once per session and is shared (the maintainer's note in README, "Paying for a new test"):
+- the site: `built_site` reuses _build/html when it was built from exactly these inputs (book/_ext/site_build.py,
+  the stamp `make book` leaves), else builds it there once, the way `make book` does;
+- the references: every grading run of the session (in this process or a child: shards, the service, nbgrader)
+  keeps the instructor notebooks' records in one folder (AGENTRL_REFERENCE_STORE, grader/grade/reference.py),
+  keyed by the notebook and the package copy; no test may change a record (checked after every test);
+- a browser, a served site, one guest boot per lane (tests/guest.py), one PostgreSQL server
+  (tests/postgres_server.py).
+`make test` ends with the time of each lane beside the slowest tests; `make test-quick` runs the quick lane.
+"""
 from __future__ import annotations
 
 import asyncio
 import http.server
 import os
-import subprocess
 import sys
 import threading
+import time
 from functools import partial
 from pathlib import Path
 
@@ -39,6 +51,60 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 
+# ---------------------------------------------------------------- lanes
+
+# Every test module's lane: `make test` prints the time of each, `make test-quick` (--lane quick) runs only the
+# quick one (unit and property tests of the package, its checks and the grader's pure parts; no kernel, no
+# browser, no server). A module not listed here runs in `make test` under "other" and is named at the end.
+LANES = {
+    "quick": ["test_blanks", "test_capstone_evidence", "test_capstone_hints", "test_chat_template", "test_checks",
+              "test_checks_async", "test_cloze", "test_cluster_files", "test_composite_reward", "test_credit_plots",
+              "test_figures", "test_format_reward", "test_glossary", "test_grader_structure", "test_hidden_rules",
+              "test_intake", "test_launch_buttons", "test_length_plots", "test_lint", "test_loss_mask",
+              "test_queue_bench", "test_release", "test_rollout_buffer", "test_rollout_sim", "test_token_credit",
+              "test_verifiable_reward", "test_verifier_table", "test_agent", "test_two_process"],
+    "notebooks": ["test_notebooks_execute", "test_package", "test_frameworks", "test_rollout_playground",
+                  "test_execution_cache"],
+    "grading": ["test_grade", "test_attacks", "test_nbgrader", "test_shards", "test_shared_work"],
+    "sandbox levels": ["test_sandbox"],
+    "cgroup v2 guest": ["test_cgroup_v2"],
+    "hub and service": ["test_serve", "test_hub", "test_lab"],
+    "browser": ["test_accessibility", "test_offline_site", "test_site", "test_cloze_browser"],
+}
+LANE_OF = {module: lane for lane, modules in LANES.items() for module in modules}
+OTHER = "other"
+# once-per-session work (name -> seconds, how): printed beside the lanes, counted in the lane of the test that
+# first needed it
+SHARED: dict[str, tuple[float, str]] = {}
+
+
+def lane_of(item_or_nodeid) -> str:
+    nodeid = getattr(item_or_nodeid, "nodeid", item_or_nodeid)
+    return LANE_OF.get(Path(nodeid.split("::", 1)[0]).stem, OTHER)
+
+
+def pytest_addoption(parser):
+    parser.addoption("--lane", action="append", default=[], metavar="NAME",
+                     help=f"run only this lane's tests (repeatable): {', '.join([*LANES, OTHER])}")
+
+
+def pytest_collection_modifyitems(config, items):
+    wanted = config.getoption("--lane")
+    if not wanted:
+        return
+    unknown = set(wanted) - {*LANES, OTHER}
+    if unknown:
+        raise pytest.UsageError(f"unknown lane(s) {sorted(unknown)}: {', '.join([*LANES, OTHER])}")
+    kept, dropped = [], []
+    for item in items:
+        (kept if lane_of(item) in wanted else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
+# ---------------------------------------------------------------- shared fixtures
+
 
 @pytest.fixture(autouse=True)
 def _no_foreign_running_loop(request):
@@ -60,14 +126,17 @@ def artifacts() -> Path:
 
 
 @pytest.fixture(scope="session")
-def built_site(tmp_path_factory) -> Path:
-    """Build the book from scratch (warnings are errors) into a temporary folder; return its html root."""
-    out = tmp_path_factory.mktemp("site")
-    jb = Path(sys.executable).parent / "jupyter-book"
-    proc = subprocess.run([str(jb), "build", "--all", "-W", "-n", "--keep-going", "--path-output", str(out), str(ROOT)],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, f"jupyter-book build failed:\n{proc.stdout[-6000:]}\n{proc.stderr[-6000:]}"
-    return out / "_build" / "html"
+def built_site() -> Path:
+    """The book built with warnings as errors, as `make book` builds it, into _build/html: reused as it is when
+    _build/html carries the stamp of exactly these inputs (book/_ext/site_build.py), else built once (the
+    execution cache spares the pages whose code did not change). Its html root."""
+    import site_build  # book/_ext
+
+    result = site_build.build(ROOT, reuse=True, capture=True)
+    SHARED["site build"] = (result["seconds"], "reused (make book's build of these inputs)" if result["reused"]
+                            else "built")
+    assert result["returncode"] == 0, f"jupyter-book build failed:\n{result['output'][-12000:]}"
+    return result["html"]
 
 
 @pytest.fixture(scope="session")
@@ -97,6 +166,34 @@ def browser():
         b.close()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def reference_store(tmp_path_factory):
+    """AGENTRL_REFERENCE_STORE for the whole session: a folder only this process's graders write (no sandbox
+    sees it), so each instructor notebook runs once per session for every grading run that needs it."""
+    from grader.grade.reference import STORE
+
+    from course import ReferenceStore
+
+    folder = tmp_path_factory.mktemp("references")
+    before = os.environ.get(STORE)
+    os.environ[STORE] = str(folder)
+    store = ReferenceStore(folder)
+    yield store
+    if store.seen:
+        SHARED["reference records"] = (0.0, f"{len(store.seen)} run once and shared: {', '.join(sorted(store.seen))}")
+    if before is None:
+        os.environ.pop(STORE, None)
+    else:
+        os.environ[STORE] = before
+
+
+@pytest.fixture(autouse=True)
+def _references_untouched(reference_store):
+    yield
+    changed = reference_store.check()
+    assert not changed, f"this test changed the session's reference records {changed} (removed; no test may)"
+
+
 def pytest_terminal_summary(terminalreporter):
     """Print the mutation table: every realistic wrong answer and the test cell that caught it."""
     import sys as _sys
@@ -109,3 +206,46 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line("|---|---|---|---:|---:|---|")
         for row in rows:
             terminalreporter.write_line(row)
+
+
+class _LaneTable:
+    """After pytest's slowest durations (trylast): the seconds of each lane (setup + call + teardown of its tests;
+    once-per-session work is in the lane of the test that first needed it) and the session's shared work."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_terminal_summary(self, terminalreporter):
+        _lane_table(terminalreporter)
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(_LaneTable(), "agentrl-lanes")
+
+
+def _lane_table(terminalreporter) -> None:
+    seconds: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    unlisted = set()
+    for reports in terminalreporter.stats.values():
+        for rep in reports:
+            if not hasattr(rep, "duration") or not hasattr(rep, "when") or not hasattr(rep, "nodeid"):
+                continue
+            lane = lane_of(rep.nodeid)
+            seconds[lane] = seconds.get(lane, 0.0) + rep.duration
+            if rep.when == "call" or (rep.when == "setup" and rep.outcome == "skipped"):
+                counts[lane] = counts.get(lane, 0) + 1
+            if lane == OTHER:
+                unlisted.add(Path(rep.nodeid.split("::", 1)[0]).stem)
+    if not seconds:
+        return
+    started = getattr(terminalreporter, "_sessionstarttime", None)
+    terminalreporter.section("time per lane (setup + call + teardown)")
+    order = [lane for lane in [*LANES, OTHER] if lane in seconds]
+    for lane in order:
+        terminalreporter.write_line(f"{lane:<18}{counts.get(lane, 0):>6} tests {seconds[lane]:>9.1f} s")
+    terminalreporter.write_line(f"{'all lanes':<18}{sum(counts.values()):>6} tests {sum(seconds.values()):>9.1f} s"
+                                + (f" (pytest's wall clock: {time.time() - started:.0f} s)" if started else ""))
+    for name, (secs, how) in SHARED.items():
+        terminalreporter.write_line(f"once per session: {name}: {how}" + (f", {secs:.1f} s" if secs else ""))
+    if unlisted:
+        terminalreporter.write_line(f"modules in no lane (add them to LANES in tests/conftest.py): "
+                                    f"{', '.join(sorted(unlisted))}")

@@ -1,8 +1,11 @@
 """What the tests need to know about the course: assignments, their solutions, hidden tests and mutations."""
 from __future__ import annotations
 
+import hashlib
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -129,3 +132,169 @@ def mutation_hints(assignment: str) -> dict[str, str | None]:
     namespace: dict = {}
     exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), namespace)
     return namespace.get("HINTS", {})
+
+
+def reference_record(assignment: str) -> Path:
+    """The session's file of the assignment's reference records (AGENTRL_REFERENCE_STORE, tests/conftest.py), run
+    now from the instructor notebook in grader/source if no grading has needed it yet; for a grading run that cannot
+    see the store (the cgroup v2 guest) to get a copy."""
+    from grader.grade.execute import runner_for
+    from grader.grade.reference import STORE, expected_for, reference_key
+
+    store = Path(os.environ[STORE])
+    grading = store.parent / f"{store.name}-runs"
+    runner = runner_for(assignment, grading)
+    expected_for(assignment, SOURCE, runner, grading)
+    key = reference_key(SOURCE / assignment / f"{assignment}.ipynb", runner.package_root)
+    return store / f"{assignment}-{key}.json"
+
+
+class ReferenceStore:
+    """The session's folder of reference records (grader/grade/reference.py): the grader writes each record once,
+    from the course's instructor notebook; this remembers every record's digest the first time it sees it and,
+    after every test, that none changed (a test that rewrote one fails, and the record is removed so the next
+    grading runs it again)."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.seen: dict[str, str] = {}
+
+    def records(self) -> dict[str, str]:
+        return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(self.folder.glob("*.json"))}
+
+    def check(self) -> list[str]:
+        changed = []
+        for name, digest in self.records().items():
+            if self.seen.setdefault(name, digest) != digest:
+                changed.append(name)
+                (self.folder / name).unlink(missing_ok=True)
+                del self.seen[name]
+        changed += [name for name in list(self.seen) if not (self.folder / name).exists() and self.seen.pop(name)]
+        return changed
+
+
+# ---------------------------------------------------------------- notebooks run in a real kernel, watched
+#
+# Why not plain nbclient: two things on this machine made kernel runs stall or fail for reasons that are not the
+# notebook's.
+# - A reply that never wakes its reader: nbclient's one long poll of the shell socket, and the Output widget's
+#   send-back on that socket (book/_ext/kernel_polls.py, measured there). That was test_rollout_playground's "119 s
+#   before cell 1" (cell timeout 120 s). Here the channels poll in slices: such a reply is read within half a second.
+# - A port taken between nbclient choosing it and the kernel binding it (TCP; other programs on the machine start
+#   kernels too): the kernel dies at its start. Here kernels talk over IPC files in a private folder.
+# And a watchdog: a phase (kernel start, a cell, what follows a cell: after the last one the kernel's shutdown) that
+# waits longer than its limit fails the run with the phase named and what the kernel was doing, not a silent minute.
+
+class KernelStall(RuntimeError):
+    """A phase of a watched kernel run waited longer than its limit."""
+
+
+class _Watch:
+    """The phase a watched run is in, since when (monotonic), and the phases before it."""
+
+    def __init__(self, limit: float):
+        self.limit, self.phase, self.since, self.log = limit, "kernel start", time.monotonic(), []
+        self.kernel_pid: int | None = None
+        self.stall: str | None = None
+
+    def enter(self, phase: str) -> None:
+        now = time.monotonic()
+        self.log.append((self.phase, now - self.since))
+        self.phase, self.since = phase, now
+
+    def over(self, channel: str) -> bool:
+        """True once the phase has waited past the limit (the first time: what to say, in self.stall)."""
+        waited = time.monotonic() - self.since
+        if waited > self.limit and self.stall is None:
+            self.stall = (f"{self.phase}: still waiting for the kernel on the {channel} channel after {waited:.0f} s "
+                          f"(limit {self.limit:.0f} s); the kernel: {_process_state(self.kernel_pid)}; the phases "
+                          f"before: {self.phases()}")
+        return self.stall is not None
+
+    def phases(self) -> str:
+        return ", ".join(f"{phase} {seconds:.1f} s" for phase, seconds in self.log) or "none"
+
+
+def _process_state(pid: int | None) -> str:
+    if pid is None:
+        return "not started"
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return f"pid {pid} gone"
+    return f"pid {pid} state {fields[0]}, cpu {(int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK'):.1f} s"
+
+
+def _watched_client_class():
+    from jupyter_client.asynchronous import AsyncKernelClient
+    from jupyter_client.channels import AsyncZMQSocketChannel
+    from traitlets import Type
+
+    from kernel_polls import get_msg_in_slices  # book/_ext (tests/conftest.py puts it on the path)
+
+    class WatchedChannel(AsyncZMQSocketChannel):
+        watch: _Watch | None = None
+        name = "kernel"
+        get_msg = get_msg_in_slices
+
+    class WatchedKernelClient(AsyncKernelClient):
+        shell_channel_class = Type(WatchedChannel)
+        iopub_channel_class = Type(WatchedChannel)
+
+    return WatchedKernelClient
+
+
+def run_notebook(nb: nbformat.NotebookNode, *, cwd: Path | None = None, timeout: int = 300,
+                 phase_limit: float | None = None, kernel_name: str = "python3", **options) -> nbformat.NotebookNode:
+    """Execute nb in place in a fresh kernel, as nbclient does (any cell error raises CellExecutionError), with the
+    kernel's channels polled in short slices, over IPC, and a watchdog (see above): a phase (kernel start, a cell,
+    what follows a cell: the last one's is the kernel's shutdown) longer than phase_limit seconds (default: timeout)
+    raises KernelStall naming it. Returns nb; options go to nbclient.NotebookClient."""
+    import shutil
+    import tempfile
+
+    import nbclient
+    from jupyter_client import AsyncKernelManager
+
+    watch = _Watch(phase_limit or timeout)
+    folder = Path(tempfile.mkdtemp(prefix="agentrl-k-"))   # the kernel's IPC files (short: a socket path's limit)
+    client_class = _watched_client_class()
+
+    class WatchedKernelManager(AsyncKernelManager):
+        def __init__(self, **kw):
+            super().__init__(transport="ipc", ip=str(folder / "k"), **kw)
+            self.client_factory = client_class
+
+        async def _async_post_start_kernel(self, **kw):
+            await super()._async_post_start_kernel(**kw)
+            watch.kernel_pid = getattr(getattr(self.provisioner, "process", None), "pid", None)
+
+        def client(self, **kw):
+            kc = super().client(**kw)
+            # the shell channel carries every wait for the kernel (its start, each cell's reply); after a reply,
+            # nbclient's iopub_timeout bounds the wait for the cell's outputs and names it ("Timeout waiting for IOPub")
+            kc.shell_channel.watch, kc.shell_channel.name = watch, "shell"
+            return kc
+
+    def enter(phase):
+        return lambda cell=None, cell_index=None, **_: watch.enter(phase.format(i=cell_index))
+
+    options.setdefault("iopub_timeout", KEEP_OUTPUTS["iopub_timeout"])
+    options.setdefault("raise_on_iopub_timeout", KEEP_OUTPUTS["raise_on_iopub_timeout"])
+    client = nbclient.NotebookClient(
+        nb, timeout=timeout, kernel_name=kernel_name, kernel_manager_class=WatchedKernelManager,
+        resources={"metadata": {"path": str(cwd)}} if cwd else {},
+        on_cell_execute=enter("cell {i}"), on_cell_executed=enter("after cell {i}"),
+        on_notebook_complete=enter("done"), **options)
+    try:
+        client.execute()
+    except Exception as exc:
+        if watch.stall:   # nbclient stopped the run as if a timeout had passed: say which phase waited
+            raise KernelStall(watch.stall) from exc
+        raise
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    slow = [(phase, seconds) for phase, seconds in watch.log if seconds > watch.limit]
+    if slow:
+        raise KernelStall(f"{slow[0][0]} took {slow[0][1]:.0f} s (limit {watch.limit:.0f} s); phases: {watch.phases()}")
+    return nb

@@ -27,6 +27,7 @@ import contextlib
 import csv
 import io
 import shlex
+import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -35,7 +36,7 @@ import nbformat
 import pytest
 
 import guest
-from course import filled, reference_fills, student_notebook
+from course import filled, reference_fills, reference_record, student_notebook
 from grader.grade.pipeline import grade
 from grader.sandbox import SandboxLimits
 
@@ -111,7 +112,10 @@ PY={python}
 S={shared}
 L=/var/tmp/lane
 GRADE="$PY -m grader grade --no-feedback --memory-mb {memory} --cell-timeout {timeout}"  # pages: not this lane's
-mkdir -p $L && cp -r $S/class $S/pair $L/ && chmod -R a+rX $L
+mkdir -p $L && cp -r $S/class $S/pair $S/references $L/ && chmod -R a+rX $L
+# the reference records this session's host run from the instructor notebook (the same key: the same notebook and
+# package copy); root could add to them, the normal users only read them
+export AGENTRL_REFERENCE_STORE=$L/references
 clock() {{ echo "$1 $(date +%s.%N)" >> $S/clock; }}
 survivors() {{ grep -l "{mark_re}" /proc/[0-9]*/cmdline 2>/dev/null | wc -l > $S/$1; }}   # [-]: not grep itself
 keep() {{  # run name, output folder
@@ -163,6 +167,9 @@ head -n 1 /proc/stat > $S/stat-start
 ) &
 wait
 survivors survivors
+# records the guest made itself: new ones in the store (root) or in a run's own cache (the users): none expected
+own=$(ls $L/out-*/grading/expected/*.json $L/out-*/*/grading/expected/*.json 2>/dev/null | wc -l)
+echo $(( $(ls $L/references/*.json | wc -l) - 1 + own )) > $S/reference-runs
 clock done
 head -n 1 /proc/stat > $S/stat-done
 """
@@ -196,6 +203,8 @@ def lane(tmp_path_factory):
     if reason:
         pytest.skip(f"no cgroup v2 guest here: {reason}")
     shared = tmp_path_factory.mktemp("v2-lane")
+    (shared / "references").mkdir()
+    shutil.copy2(reference_record(A), shared / "references")   # the guest need not run the reference again
     _write(shared / "class", NOTEBOOKS)
     _write(shared / "pair", PAIR)
     here = tmp_path_factory.mktemp("v1-here")
@@ -213,7 +222,9 @@ def lane(tmp_path_factory):
                   limits=limits)
         result = booted.result()
         seconds = time.monotonic() - started
-    print(f"\ncgroup v2 lane: {seconds:.0f} s wall (guest and this machine's runs side by side)")
+    runs = (shared / "reference-runs").read_text().strip() if (shared / "reference-runs").exists() else "?"
+    print(f"\ncgroup v2 lane: {seconds:.0f} s wall (guest and this machine's runs side by side; reference runs in "
+          f"the guest: {runs})")
     print((shared / "clock").read_text() if (shared / "clock").exists() else result.stdout[-2000:])
     return dict(shared=shared, here=here / "class", alone=_cells(here / "alone-out"), result=result)
 

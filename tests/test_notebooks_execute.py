@@ -7,11 +7,10 @@ in nbgrader's grading of the reference answer (tests/test_nbgrader.py: a test ce
 import os
 from unittest import mock
 
-import nbclient
 import nbformat
 import pytest
 
-from course import ASSIGNMENTS, KEEP_OUTPUTS, ROOT, SOURCE
+from course import ASSIGNMENTS, ROOT, SOURCE, run_notebook
 
 CAPSTONE = "ex7_agent_grpo"
 MEASURED_TAG = "measured"  # a cell whose every output comes from a clock (agentrl_ref.teaching.shared.progress)
@@ -25,9 +24,7 @@ def execute(path, drop_tag: str | None = None) -> nbformat.NotebookNode:
         nb.cells = [c for c in nb.cells if drop_tag not in c.metadata.get("tags", [])]
     env = {k: v for k, v in os.environ.items() if k != "AGENTRL_CAPSTONE_SEEDS"}
     with mock.patch.dict(os.environ, env, clear=True):  # the kernel inherits this process's environment
-        client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
-                                         resources={"metadata": {"path": str(path.parent)}}, **KEEP_OUTPUTS)
-        client.execute()  # raises CellExecutionError on any failing cell
+        run_notebook(nb, cwd=path.parent, timeout=300)  # raises CellExecutionError on any failing cell
     return nb
 
 

@@ -24,14 +24,13 @@ import sysconfig
 from importlib import metadata
 from pathlib import Path
 
-import nbclient
 import nbformat
 import pytest
 from packaging.requirements import Requirement
 
 from grader.publish import release
 from agentrl_ref.teaching.cloze import cards as cloze
-from course import ASSIGNMENTS, KEEP_OUTPUTS, ROOT, filled, reference_fills
+from course import ASSIGNMENTS, ROOT, filled, reference_fills, run_notebook
 
 COMPONENTS = {"format_reward.py", "verifiable_reward.py", "loss_mask.py", "rollout_buffer.py",
               "composite_reward.py", "token_credit.py"}
@@ -117,10 +116,7 @@ def _kernelspec(tmp: Path, venv: Path, env: dict[str, str]) -> Path:
 def _run(nb: nbformat.NotebookNode, workdir: Path, jupyter_path: Path, monkeypatch) -> nbformat.NotebookNode:
     monkeypatch.setenv("JUPYTER_PATH", str(jupyter_path))
     monkeypatch.delenv("PYTHONPATH", raising=False)
-    client = nbclient.NotebookClient(nb, timeout=600, kernel_name="fresh",
-                                     resources={"metadata": {"path": str(workdir)}}, **KEEP_OUTPUTS)
-    client.execute()  # any error in any cell fails the test
-    return nb
+    return run_notebook(nb, cwd=workdir, timeout=600, kernel_name="fresh")  # any error in any cell fails the test
 
 
 def _where_am_i(venv: Path) -> nbformat.NotebookNode:

@@ -8,7 +8,8 @@ new pin in requirements.txt) would go on serving outputs that the old code compu
 So the cache lives in a folder named after a fingerprint of everything else the outputs depend on:
 the files under `execution_cache_sources` (by default agentrl_ref/, requirements.txt and
 pyproject.toml, relative to the book's root), the Python version, the course's AGENTRL_* environment
-variables (AGENTRL_CAPSTONE_SEEDS changes what the capstone page runs) and the CJK font the figures can use
+variables (AGENTRL_CAPSTONE_SEEDS changes what the capstone page runs; the grader's own are left out) and the
+CJK font the figures can use
 (installing one turns their text Chinese: agentrl_ref/teaching/shared/cjk.py). A new fingerprint means a new,
 empty cache, and the folders of older fingerprints are deleted. Set on `config-inited`, before
 myst-nb reads nb_execution_cache_path (on `builder-inited`).
@@ -25,6 +26,8 @@ from pathlib import Path
 DEFAULT_SOURCES = ["agentrl_ref", "requirements.txt", "pyproject.toml"]
 _KEY = re.compile(r"[0-9a-f]{16}")
 _SKIP = {"__pycache__", ".ipynb_checkpoints"}
+# the grader's own variables: no page reads them (the gradebook's address, the test session's reference records)
+GRADING_ONLY = {"AGENTRL_DB_URL", "AGENTRL_REFERENCE_STORE"}
 
 
 def _files(path: Path):
@@ -36,14 +39,20 @@ def _files(path: Path):
                 yield child
 
 
-def fingerprint(root: Path, sources) -> str:
-    """sha256 over the Python version, the AGENTRL_* variables, the CJK font and every source file's path and bytes."""
+def environment(digest) -> None:
+    """Add to digest what the outputs depend on besides files: the Python version, the CJK font, AGENTRL_* variables."""
     from agentrl_ref.teaching.shared.cjk import cjk_font
 
-    digest = hashlib.sha256(f"python {platform.python_version()}\n".encode())
+    digest.update(f"python {platform.python_version()}\n".encode())
     digest.update(f"cjk font {cjk_font()}\n".encode())  # figures draw Chinese text only with one (cjk.zh)
-    for name in sorted(k for k in os.environ if k.startswith("AGENTRL_")):
+    for name in sorted(k for k in os.environ if k.startswith("AGENTRL_") and k not in GRADING_ONLY):
         digest.update(f"env {name}={os.environ[name]}\n".encode())
+
+
+def fingerprint(root: Path, sources) -> str:
+    """sha256 over the Python version, the AGENTRL_* variables, the CJK font and every source file's path and bytes."""
+    digest = hashlib.sha256()
+    environment(digest)
     for source in sources:
         base = Path(root, source)
         digest.update(f"source {source} exists={base.exists()}\n".encode())
@@ -69,6 +78,9 @@ def use_fingerprinted_cache(app, config) -> None:
 
 
 def setup(app):
+    import kernel_polls  # book/_ext: a cell's reply read even when its wake-up is lost (kernel_polls.py)
+
+    kernel_polls.use_in_slices()
     app.add_config_value("execution_cache_sources", DEFAULT_SOURCES, "env")
     app.connect("config-inited", use_fingerprinted_cache)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
