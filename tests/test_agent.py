@@ -282,6 +282,24 @@ def test_replay_serial_when_on_policy_and_overlapped_when_stale():
     assert replay(costed, [2.0] * 4, 1, 1, 8, key="cost").total == 9.0
 
 
+def test_the_ceiling_counts_the_rollout_devices_and_the_replay_reaches_it():
+    """With n rollout devices a step's generation takes t_gen / n: the ceiling the page prints is the one the replay
+    of a long, fully overlapped run approaches (two workers, two chunks per step)."""
+    from agentrl_ref.agent import ceiling
+
+    assert ceiling(1.0, 1.0) == 2.0 and ceiling(2.0, 1.0) == 1.5
+    assert ceiling(0.1, 0.08, devices=2) == pytest.approx((0.05 + 0.08) / 0.08)
+    assert ceiling(0.1, 0.08, steps=1, devices=2) == pytest.approx(1.0)
+    with pytest.raises(ValueError):
+        ceiling(1.0, 1.0, devices=0)
+    steps = 400
+    sync = replay([{"version": c // 2, "seconds": 0.05} for c in range(2 * steps)], [0.08] * steps, n_workers=2,
+                  chunks_per_step=2, trajectories_per_chunk=8)
+    stale = replay([{"version": max(0, c // 2 - 2), "seconds": 0.05} for c in range(2 * steps)], [0.08] * steps,
+                   n_workers=2, chunks_per_step=2, trajectories_per_chunk=8)
+    assert sync.total / stale.total == pytest.approx(ceiling(0.1, 0.08, steps=steps, devices=2), rel=1e-3)
+
+
 def test_the_simulated_clock_is_the_cost_model_of_the_work_not_a_timer(tiny_run):
     """Two runs on the same seed replay to the same simulated times whatever the machine's load did to the measured
     CPU seconds; the cost model charges every chunk and step for the rows and positions it computed."""

@@ -49,7 +49,7 @@ _EXPORTS = {
     "concurrency": ["JobStats", "Jobs", "TORCH_THREADS", "default_processes", "run_coroutine", "run_jobs", "start_jobs",
                     "stop_process", "torch_threads"],
     "sft_trainer": ["SFTConfig", "demonstrations", "sft"],
-    "grpo_config": ["CORRECTIONS", "DECOUPLED_WEIGHT_CAP", "GRPOConfig"],
+    "grpo_config": ["ADAM_BETAS", "CORRECTIONS", "DECOUPLED_WEIGHT_CAP", "GRPOConfig"],
     "trainer": ["Trainer", "group_center", "make_buffer", "needed_version", "off_policy_inputs", "sample_chunk"],
     "grpo_trainer": ["GRPOResult", "grpo", "grpo_async"],
     "two_process": ["TwoProcessResult", "WeightBoard", "grpo_two_process", "measure_weight_transfer"],
