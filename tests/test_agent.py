@@ -344,6 +344,20 @@ def test_two_runs_give_identical_curves(tiny_run):
     assert repr(again.after["sampled"].as_dict()) == repr(tiny_run.after["sampled"].as_dict())  # NaN-safe
 
 
+def test_the_pilots_that_say_how_long_a_cell_takes_change_nothing(tiny_run):
+    """A cell says how long it will take before it runs: its first steps timed on throwaway copies. The estimates are
+    positive seconds, and a run after them is the run without them (no timing is asserted on a busy machine)."""
+    from agentrl_ref.agent import grpo_seconds, sft_seconds, throughput_seconds
+
+    assert 0 < sft_seconds(7, TINY_SFT, n_test=32, pilot_steps=2) < math.inf
+    assert 0 < grpo_seconds(tiny_run, TINY_GRPO) < math.inf
+    assert 0 < throughput_seconds(tiny_run, (0, 1), TINY_GRPO, step_seconds=0.1) < math.inf
+    with pytest.raises(ValueError):
+        sft_seconds(7, TINY_SFT, pilot_steps=0)
+    again = train(7, sft_cfg=TINY_SFT, grpo_cfg=TINY_GRPO, n_test=32)
+    assert _curves_of(again.grpo_result) == _curves_of(tiny_run.grpo_result)
+
+
 def test_a_run_in_another_process_gives_the_same_curves(tiny_run):
     code = ("import json; from agentrl_ref.agent import train, SFTConfig, GRPOConfig; "
             "r = train(7, sft_cfg=SFTConfig(steps=30, batch_size=32), "
