@@ -53,10 +53,12 @@ def build_loss_mask(token_ids: list[int], role_spans: list[tuple[str, int, int]]
 
 
 def is_trainable(role: str, part: str) -> bool:
-    """verl's rule (ANCHORS §3): the assistant's content and its <|im_end|> are trained; nothing else.
+    """The exercise's rule: the assistant's content and its <|im_end|> are trained; nothing else.
 
     The header "<|im_start|>assistant\\n" is written by the template (the generation prompt), not by
-    the model; <|im_end|> is how the model stops, so it must be trained; tool output never is.
+    the model; <|im_end|> is how the model stops, so it must be trained; tool output never is. verl 0.7's
+    multi-turn SFT dataset masks only the generation prompt, so it also trains the template's "\\n" after
+    <|im_end|> (agentrl_ref.teaching.shared.chat_template.verl_sft_tokens).
     """
     # parts of a rendered ChatML message (agentrl_ref.teaching.shared.chat_template): "header" is
     # "<|im_start|>{role}\n", "content", "end" is "<|im_end|>", "sep" the "\n" between messages

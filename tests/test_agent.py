@@ -283,6 +283,24 @@ def test_replay_serial_when_on_policy_and_overlapped_when_stale():
     assert replay(costed, [2.0] * 4, 1, 1, 8, key="cost").total == 9.0
 
 
+def test_the_ceiling_counts_the_rollout_devices_and_the_replay_reaches_it():
+    """With n rollout devices a step's generation takes t_gen / n: the ceiling the page prints is the one the replay
+    of a long, fully overlapped run approaches (two workers, two chunks per step)."""
+    from agentrl_ref.agent import ceiling
+
+    assert ceiling(1.0, 1.0) == 2.0 and ceiling(2.0, 1.0) == 1.5
+    assert ceiling(0.1, 0.08, devices=2) == pytest.approx((0.05 + 0.08) / 0.08)
+    assert ceiling(0.1, 0.08, steps=1, devices=2) == pytest.approx(1.0)
+    with pytest.raises(ValueError):
+        ceiling(1.0, 1.0, devices=0)
+    steps = 400
+    sync = replay([{"version": c // 2, "seconds": 0.05} for c in range(2 * steps)], [0.08] * steps, n_workers=2,
+                  chunks_per_step=2, trajectories_per_chunk=8)
+    stale = replay([{"version": max(0, c // 2 - 2), "seconds": 0.05} for c in range(2 * steps)], [0.08] * steps,
+                   n_workers=2, chunks_per_step=2, trajectories_per_chunk=8)
+    assert sync.total / stale.total == pytest.approx(ceiling(0.1, 0.08, steps=steps, devices=2), rel=1e-3)
+
+
 def test_the_simulated_clock_is_the_cost_model_of_the_work_not_a_timer(tiny_run):
     """Two runs on the same seed replay to the same simulated times whatever the machine's load did to the measured
     CPU seconds; the cost model charges every chunk and step for the rows and positions it computed."""
@@ -325,6 +343,20 @@ def test_two_runs_give_identical_curves(tiny_run):
     assert _curves_of(again.grpo_result) == _curves_of(tiny_run.grpo_result)
     assert again.sft_log["loss"] == tiny_run.sft_log["loss"]
     assert repr(again.after["sampled"].as_dict()) == repr(tiny_run.after["sampled"].as_dict())  # NaN-safe
+
+
+def test_the_pilots_that_say_how_long_a_cell_takes_change_nothing(tiny_run):
+    """A cell says how long it will take before it runs: its first steps timed on throwaway copies. The estimates are
+    positive seconds, and a run after them is the run without them (no timing is asserted on a busy machine)."""
+    from agentrl_ref.agent import grpo_seconds, sft_seconds, throughput_seconds
+
+    assert 0 < sft_seconds(7, TINY_SFT, n_test=32, pilot_steps=2) < math.inf
+    assert 0 < grpo_seconds(tiny_run, TINY_GRPO) < math.inf
+    assert 0 < throughput_seconds(tiny_run, (0, 1), TINY_GRPO, step_seconds=0.1) < math.inf
+    with pytest.raises(ValueError):
+        sft_seconds(7, TINY_SFT, pilot_steps=0)
+    again = train(7, sft_cfg=TINY_SFT, grpo_cfg=TINY_GRPO, n_test=32)
+    assert _curves_of(again.grpo_result) == _curves_of(tiny_run.grpo_result)
 
 
 def test_a_run_in_another_process_gives_the_same_curves(tiny_run):

@@ -191,6 +191,20 @@ def test_the_cliff_says_how_much_smaller_the_no_std_advantage_is_and_where_its_s
     assert line.startswith("不除以标准差时，调用工具的回答的平均 advantage ") and line.endswith(says + "。"), line
 
 
+@pytest.mark.parametrize("advantage, before, after, fell", [
+    (+0.03, 0.2, 0.03, 1), (-0.02, 0.2, 0.03, 0), (+0.03, 0.2, 0.5, 0), (0.0, 0.2, 0.1, 1)])
+def test_the_cliff_counts_seeds_where_the_advantage_sign_does_not_explain_the_fall(advantage, before, after, fell):
+    from types import SimpleNamespace
+
+    from agentrl_ref.teaching.ex7_agent_grpo.tables import _sign_line
+
+    runs = {("cliff_no_std", 0): SimpleNamespace(history=[{"tool_advantage": advantage}] * 4,
+                                                  before=SimpleNamespace(tool_rate=before),
+                                                  after=SimpleNamespace(tool_rate=after))}
+    line = _sign_line(SimpleNamespace(seeds=(0,), runs=runs), "cliff_no_std", 4)
+    assert line.endswith(f"种子：1 个中有 {fell} 个。"), line
+
+
 def test_time_averaged_accuracy_weights_each_version_by_how_long_it_was_the_newest():
     versions = [VersionEval(0, 0.0, [0, 0]), VersionEval(1, 1.0, [1, 0]), VersionEval(2, 3.0, [1, 1])]
     assert _time_weights(versions, 4.0) == pytest.approx([0.75, 0.25])  # problem 0 right from t=1, problem 1 from t=3

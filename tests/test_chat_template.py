@@ -13,6 +13,7 @@ from conftest import STRICT_WARNINGS
 from agentrl_ref.teaching.shared.chat_template import (
     AGENT_CONVERSATION, IM_END, IM_START, PARTS, ROLES, chatml_tokenizer, loss_mask_from_tokens,
     render_chatml, role_spans_from_tokens, tokenize_chat, tokenizer_fingerprint, train_chatml_tokenizer,
+    verl_sft_tokens,
 )
 from agentrl_ref.loss_mask import build_loss_mask, is_trainable, shift_mask_for_clm
 from agentrl_ref.teaching.ex3_loss_mask.mask_plots import boundary_table, message_table, token_label
@@ -111,9 +112,19 @@ def test_roles_match_loss_mask():
     assert ROLES == LOSS_MASK_ROLES
 
 
-def test_verl_rule():
+def test_the_exercise_rule():
     trained = {(r, p) for r in ROLES for p in PARTS if is_trainable(r, p)}
     assert trained == {("assistant", "content"), ("assistant", "end")}
+
+
+def test_verl_model_trains_the_newline_after_each_assistant_end(chat):
+    """verl 0.7 tokenizes message by message (the same ids here) and masks only the generation prompt."""
+    ids, mask = verl_sft_tokens(AGENT_CONVERSATION)
+    assert tuple(ids) == chat.ids
+    ours = loss_mask_from_tokens(chat)
+    differ = [t for t in range(len(chat)) if mask[t] != ours[t]]
+    assert [(chat.roles[t], chat.parts[t], mask[t]) for t in differ] == [("assistant", "sep", 1)] * 2
+    assert all(mask[t] == 0 for t in range(len(chat)) if chat.parts[t] == "header" or chat.roles[t] != "assistant")
 
 
 def test_mask_on_the_real_conversation(chat):
@@ -213,6 +224,10 @@ def test_tables(chat):
     shifted = shift_mask_for_clm(mask)
     table = message_table(chat, mask)
     assert table.count("\n") == 2 + len(AGENT_CONVERSATION) and f"| {sum(mask)} |" in table
+    both = message_table(chat, mask, ("verl", verl_sft_tokens(AGENT_CONVERSATION)[1]))
+    assert f"| {sum(mask)} | {sum(mask) + 2} |" in both
+    with pytest.raises(ValueError):
+        message_table(chat, mask, ("short", mask[:-1]))
     boundary = boundary_table(chat, mask, shifted, message=2)
     assert "\\|im_start\\|" in boundary and "|im_start|" not in boundary.replace("\\|", "")
     assert "| **1** |" in boundary and "assistant / header" in boundary

@@ -120,7 +120,7 @@ AUDIT: dict[str, dict[str, Rule]] = {
             "第一格检查规则本身，也用运行时读进来的名字查",
             ("names_from_data",)),
         "test_real_conversation.two_tool_calls_per_token": Rule(
-            "第二格把你的规则用到上面那段真实对话的每个 token 上，和 verl 的做法逐个比较",
+            "第二格把你的规则用到上面那段真实对话的每个 token 上，和本题的规则逐个比较",
             ("real_conversation",)),
     },
     "ex4_async_rollout": {

@@ -34,7 +34,7 @@ def test_seed_answer_table_marks_only_the_seed_column():
 
 
 def _comparison(expected: bool, toy: bool, mv: bool, toy_s: float = 1e-5, mv_s: float = 1e-2) -> VerifierComparison:
-    return VerifierComparison("c", "g", expected, "n", toy, mv, toy == expected, mv == expected, toy_s, mv_s)
+    return VerifierComparison("c", "g", expected, "n", toy, mv, toy == expected, mv == expected, toy_s, mv_s, mv)
 
 
 def test_summary_counts_false_negatives_and_false_positives():

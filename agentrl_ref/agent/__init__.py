@@ -30,6 +30,7 @@ One small file per idea, each below the ones that use it:
     arms.py       the ablations as data: each arm's settings, each ablation's arms and metrics
     ablations.py  short GRPO runs that change one thing, on several seeds, paired with a reference arm
     verdicts.py   what per-seed differences support: a paired t-test across seeds
+    estimates.py  how long a long cell will take here, said before it runs (its first steps timed, then scaled)
 
 Names load lazily: importing this package imports neither torch nor loss.py. No module is named
 like a public name (a submodule import would otherwise replace the function on the package).
@@ -49,7 +50,7 @@ _EXPORTS = {
     "concurrency": ["JobStats", "Jobs", "TORCH_THREADS", "default_processes", "run_coroutine", "run_jobs", "start_jobs",
                     "stop_process", "torch_threads"],
     "sft_trainer": ["SFTConfig", "demonstrations", "sft"],
-    "grpo_config": ["CORRECTIONS", "DECOUPLED_WEIGHT_CAP", "GRPOConfig"],
+    "grpo_config": ["ADAM_BETAS", "CORRECTIONS", "DECOUPLED_WEIGHT_CAP", "GRPOConfig"],
     "trainer": ["Trainer", "group_center", "make_buffer", "needed_version", "off_policy_inputs", "sample_chunk"],
     "grpo_trainer": ["GRPOResult", "grpo", "grpo_async"],
     "two_process": ["TwoProcessResult", "WeightBoard", "grpo_two_process", "measure_weight_transfer"],
@@ -63,6 +64,7 @@ _EXPORTS = {
              "BENCH_ABLATIONS", "ArmSpec", "CLIFF_SFT_STEPS", "OFF_POLICY", "PAGE_SEEDS", "VERSION_EVAL_PROBLEMS"],
     "ablations": ["Ablations", "ArmRun", "Prefetch", "estimate_seconds", "prefetch_sft", "run_ablations",
                   "time_averaged"],
+    "estimates": ["grpo_seconds", "sft_seconds", "throughput_seconds"],
     "verdicts": ["ALPHA", "AcrossSeeds", "SeedDiff", "across_seeds", "paired", "paired_se", "sign_chance", "t_critical",
                  "unpaired", "unpaired_se"],
 }

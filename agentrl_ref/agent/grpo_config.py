@@ -15,6 +15,8 @@ CORRECTIONS = ("behave", "decoupled", "recompute")
 # "token_mask"; behav_imp_weight_cap before v1.0.1); v1.0.4 replaced both by rejection_sampling={level: token,
 # action: mask, metric: ratio, upper: 5.0}: tokens whose pi_prox / pi_behave exceeds it are left out
 DECOUPLED_WEIGHT_CAP = 5.0
+# The GRPO trainer's Adam: its first moment averages about the last 1/(1-0.9) = 10 steps, its second about 100
+ADAM_BETAS = (0.9, 0.99)
 
 
 @dataclass(frozen=True)

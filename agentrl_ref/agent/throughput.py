@@ -83,12 +83,17 @@ class Throughput:
         return min(versions[-1].published for versions in self.versions.values())
 
 
-def ceiling(t_gen: float, t_train: float, steps: int | None = None) -> float:
-    """How many times faster than synchronous (t_gen + t_train per step) generation and training on two devices can
-    be: n steps take at least t_gen + t_train + (n - 1) max(t_gen, t_train) when overlapped; steps None: the limit."""
+def ceiling(t_gen: float, t_train: float, steps: int | None = None, devices: int = 1) -> float:
+    """How many times faster than synchronous generation and training can be when they overlap: t_gen is one step's
+    generation work, shared by `devices` rollout devices (g = t_gen / devices per step), t_train the trainer's on a
+    device of its own. Synchronous, a step takes g + t_train; overlapped, n steps take at least
+    g + t_train + (n - 1) max(g, t_train); steps None: the limit (g + t_train) / max(g, t_train)."""
+    if not (isinstance(devices, int) and devices >= 1):
+        raise ValueError(f"devices must be an int >= 1, got {devices!r}")
+    g = t_gen / devices
     if steps is None:
-        return (t_gen + t_train) / max(t_gen, t_train)
-    return steps * (t_gen + t_train) / (t_gen + t_train + (steps - 1) * max(t_gen, t_train))
+        return (g + t_train) / max(g, t_train)
+    return steps * (g + t_train) / (g + t_train + (steps - 1) * max(g, t_train))
 
 
 def _eval_job(max_staleness: int, version: int, *, snapshots, problems, seed):

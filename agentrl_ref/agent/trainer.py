@@ -27,7 +27,7 @@ from agentrl_ref.agent.aggregation import aggregated
 from agentrl_ref.agent.batch import Batch, collate, token_logp
 from agentrl_ref.agent.concurrency import torch_threads
 from agentrl_ref.agent.episode import Episode
-from agentrl_ref.agent.grpo_config import CORRECTIONS, DECOUPLED_WEIGHT_CAP, GRPOConfig
+from agentrl_ref.agent.grpo_config import ADAM_BETAS, CORRECTIONS, DECOUPLED_WEIGHT_CAP, GRPOConfig
 from agentrl_ref.agent.parts import build_reward_fn, default_loss_fn, reference_part, resolve_parts
 from agentrl_ref.agent.rollout import sample_episodes
 from agentrl_ref.agent.schedule import COST_MODEL
@@ -164,7 +164,7 @@ class Trainer:
         self.stats_fn = _stats_fn()
         self.reference_accuracy = reference_part("accuracy_reward")
         self.reward_fn = build_reward_fn(parts, cfg.reward_weights, cfg.cos_max_len)
-        self.opt = torch.optim.Adam(policy.parameters(), lr=cfg.lr, betas=(0.9, 0.99))
+        self.opt = torch.optim.Adam(policy.parameters(), lr=cfg.lr, betas=ADAM_BETAS)
         self.chunk_prompts = cfg.prompts_per_step // cfg.n_workers
         self.chunk_size = self.chunk_prompts * cfg.group_size
         self.n_chunks = cfg.steps * cfg.n_workers

@@ -156,7 +156,7 @@ def names_from_data(is_trainable):
     return answers
 
 
-@visible_test(EX, "is_trainable", "真实对话：每个 token 的 mask 与 verl 的做法一致")
+@visible_test(EX, "is_trainable", "真实对话：每个 token 的 mask 与本题的规则一致")
 def real_conversation(is_trainable):
     from agentrl_ref.teaching.shared.chat_template import AGENT_CONVERSATION, loss_mask_from_tokens, tokenize_chat
     from agentrl_ref.teaching.ex3_loss_mask.mask_plots import token_label

@@ -103,22 +103,50 @@ class VerifierComparison(NamedTuple):
     expected_equal: bool
     note: str
     toy_equal: bool
-    math_verify_equal: bool
+    math_verify_equal: bool          # open-r1's settings (math_verify_equal)
     toy_ok: bool  # toy verdict == human verdict
     math_verify_ok: bool
     toy_seconds: float
     math_verify_seconds: float
+    math_verify_default_equal: bool  # math-verify's own defaults (math_verify_default_equal)
 
 
 def math_verify_equal(completion: str, gold: str) -> bool:
-    """math-verify's verdict with its default settings: verify(parse(\\boxed{gold}), parse(completion)).
+    """math-verify's verdict as open-r1's accuracy_reward configures it (src/open_r1/rewards.py).
 
-    The gold string is wrapped in \\boxed{} as verl does: math-verify's LaTeX extraction needs a
-    math environment, so a bare gold like `\\sqrt{2}` or `(1,2)` would not parse at all.
-    Timeouts use signal.alarm (main thread only; parsing_timeout=None / timeout_seconds=None turn
-    them off). Pinned to math-verify==0.9.0: verdicts differ between versions.
+    The gold is parsed with extraction_mode="first_match" and math-verify's default extraction; the completion
+    with one LatexExtractionConfig: boxed_match_priority=0, try_extract_without_anchor=False and open-r1's
+    NormalizationConfig (nits=False, malformed_operators=False, basic_latex, equations, boxed="all", units).
+    The gold string is wrapped in \\boxed{}: math-verify's LaTeX extraction needs a math environment, so a bare
+    gold like `\\sqrt{2}` or `(1,2)` would not parse at all (open-r1 then returns None and skips the sample).
+    Pinned to math-verify==0.9.0: verdicts differ between versions.
     """
-    from math_verify import parse, verify  # imported lazily: heavy (sympy, antlr)
+    import logging
+
+    from latex2sympy2_extended import NormalizationConfig
+    from math_verify import LatexExtractionConfig, parse, verify  # imported lazily: heavy (sympy, antlr)
+
+    answer_config = [LatexExtractionConfig(
+        normalization_config=NormalizationConfig(nits=False, malformed_operators=False, basic_latex=True,
+                                                 equations=True, boxed="all", units=True),
+        boxed_match_priority=0, try_extract_without_anchor=False)]
+    # latex2sympy2_extended 1.11 logs that equations=True is deprecated (it still splits equations): not for the page
+    normalization = logging.getLogger("latex2sympy2_extended.math_normalization")
+    level, normalization.level = normalization.level, logging.ERROR
+    try:
+        gold_parsed = parse("\\boxed{" + gold + "}", extraction_mode="first_match")
+        answer = parse(completion, extraction_config=answer_config, extraction_mode="first_match")
+        return bool(gold_parsed) and bool(verify(gold_parsed, answer))
+    finally:
+        normalization.level = level
+
+
+def math_verify_default_equal(completion: str, gold: str) -> bool:
+    """math-verify with its default settings: verify(parse(\\boxed{gold}), parse(completion)).
+
+    Timeouts use signal.alarm (main thread only; parsing_timeout=None / timeout_seconds=None turn them off).
+    """
+    from math_verify import parse, verify
 
     return bool(verify(parse("\\boxed{" + gold + "}"), parse(completion)))
 
@@ -134,5 +162,5 @@ def compare_verifiers(rows: list[AnswerForm] = ANSWER_FORMS) -> list[VerifierCom
         mv = math_verify_equal(row.completion, row.gold)
         t2 = time.perf_counter()
         out.append(VerifierComparison(*row, toy, mv, toy == row.expected_equal, mv == row.expected_equal,
-                                      t1 - t0, t2 - t1))
+                                      t1 - t0, t2 - t1, math_verify_default_equal(row.completion, row.gold)))
     return out

@@ -39,7 +39,7 @@ def _installed_math_verify() -> str:
 
 
 MATH_VERIFY_LABEL = f"math-verify {_installed_math_verify()}"  # ASCII, for the figure
-MATH_VERIFY_NAME = f"{MATH_VERIFY_LABEL}（本课安装的版本）"
+MATH_VERIFY_NAME = f"{MATH_VERIFY_LABEL}（本课安装的版本，open-r1 的设置）"
 # the two verifiers compared: (name in the tables, label in the figure, verdict field, seconds field)
 VERIFIERS = ((REFERENCE_NAME, "reference (agentrl_ref)", "toy_equal", "toy_seconds"),
              (MATH_VERIFY_NAME, MATH_VERIFY_LABEL, "math_verify_equal", "math_verify_seconds"))
@@ -264,7 +264,18 @@ def forms_table(results: Sequence[VerifierComparison]) -> str:
              _verdict(r.math_verify_equal, r.expected_equal), _code(r.completion), _code(r.gold),
              NOTE_ZH.get(r.note, r.note)]
             for i, r in enumerate(results, 1)]
-    return markdown_table(["#", "人工", "参考实现", "math-verify", "模型输出", "标准答案", "写法"], rows)
+    return markdown_table(["#", "人工", "参考实现", "math-verify（open-r1 的设置）", "模型输出", "标准答案", "写法"], rows)
+
+
+def default_settings_line(results: Sequence[VerifierComparison]) -> str:
+    """Markdown: the rows where math-verify with its own defaults says something else than with open-r1's settings."""
+    changed = [(i, r) for i, r in enumerate(results, 1) if r.math_verify_default_equal != r.math_verify_equal]
+    if not changed:
+        return "换成 math-verify 自己的默认设置，每一行的判定都不变。"
+    cells = "；".join(f"第 {i} 行 {_code(r.completion)} 对 {_code(r.gold)}："
+                     f"open-r1 的设置判 {int(r.math_verify_equal)}，默认设置判 {int(r.math_verify_default_equal)}"
+                     for i, r in changed)
+    return f"换成 math-verify 自己的默认设置（`parse` 和 `verify` 都不带参数），判定不同的有 {len(changed)} 行：{cells}。"
 
 
 def plot_verifiers(results: Sequence[VerifierComparison]):

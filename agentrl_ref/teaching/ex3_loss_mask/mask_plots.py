@@ -126,16 +126,20 @@ def boundary_table(chat: TokenizedChat, mask: list[int], shifted: list[int], mes
     return markdown_table(header, rows, ["r", "", "", "c", "c", ""])
 
 
-def message_table(chat: TokenizedChat, mask: list[int]) -> str:
-    """Markdown table, one row per message: its role, how many tokens each part has, how many are trained."""
+def message_table(chat: TokenizedChat, mask: list[int], other: tuple[str, list[int]] | None = None) -> str:
+    """Markdown table, one row per message: its role, how many tokens each part has, how many are trained;
+    other = (column header, a second mask over the same tokens) adds a column for that mask."""
     from agentrl_ref.teaching.shared.chat_template import PARTS
 
+    masks = [mask] + ([other[1]] if other else [])
+    if any(len(m) != len(chat) for m in masks):
+        raise ValueError(f"every mask needs one entry per token ({len(chat)})")
     rows = []
     for index in range(max(chat.message, default=-1) + 1):
         positions = [t for t, m in enumerate(chat.message) if m == index]
         counts = [sum(chat.parts[t] == part for t in positions) for part in PARTS]
-        trained = sum(mask[t] for t in positions)
-        rows.append([str(index), f"{chat.roles[positions[0]]}", *map(str, counts), str(trained)])
-    rows.append(["all", None, *(str(chat.parts.count(p)) for p in PARTS), str(sum(mask))])
-    header = ["message", "role", *PARTS, "trained tokens"]
-    return markdown_table(header, rows, ["r", "", *["r"] * len(PARTS), "r"])
+        trained = [str(sum(m[t] for t in positions)) for m in masks]
+        rows.append([str(index), f"{chat.roles[positions[0]]}", *map(str, counts), *trained])
+    rows.append(["合计", None, *(str(chat.parts.count(p)) for p in PARTS), *(str(sum(m)) for m in masks)])
+    header = ["消息", "角色", *PARTS, "本题训练的 token"] + ([other[0]] if other else [])
+    return markdown_table(header, rows, ["r", "", *["r"] * len(PARTS), *["r"] * len(masks)])

@@ -38,13 +38,15 @@ def cost_model_line(abl, arm: str = "stale0") -> str:
 
     runs = abl.runs_of(arm)
     steps = sum(len(r.history) for r in runs)
+    n = runs[0].config.n_workers  # rollout devices on the simulated clock: they share each step's generation
     model = {k: sum(r.work[k] for r in runs) / steps for k in ("gen_cost", "train_cost")}
     measured = {k: sum(r.work[k] for r in runs) / steps for k in ("gen_seconds", "train_seconds")}
     return (f"成本模型（`agentrl_ref/agent/schedule.py`）给 {runs[0].label} 这一臂每步的生成 "
-            f"{model['gen_cost']:.3f} 模拟秒、训练 {model['train_cost']:.3f} 模拟秒，两者完全重叠时的上限是 "
-            f"{ceiling(model['gen_cost'], model['train_cost']):.2f} 倍；这次运行里同样的工作实测的 CPU 时间是生成 "
-            f"{measured['gen_seconds']:.3f} s、训练 {measured['train_seconds']:.3f} s（上限 "
-            f"{ceiling(measured['gen_seconds'], measured['train_seconds']):.2f} 倍）。实测的数随机器和负载变，"
+            f"{model['gen_cost']:.3f} 模拟秒（由 {n} 个 rollout 设备分担，每个设备 {model['gen_cost'] / n:.3f}）、"
+            f"训练 {model['train_cost']:.3f} 模拟秒，两者完全重叠时的上限是 "
+            f"{ceiling(model['gen_cost'], model['train_cost'], devices=n):.2f} 倍；这次运行里同样的工作实测的 CPU "
+            f"时间是生成 {measured['gen_seconds']:.3f} s、训练 {measured['train_seconds']:.3f} s（上限 "
+            f"{ceiling(measured['gen_seconds'], measured['train_seconds'], devices=n):.2f} 倍）。实测的数随机器和负载变，"
             "不进入任何判断；模拟时钟只用成本模型，所以上面的判断每次重跑都一样。")
 
 

@@ -117,7 +117,7 @@ def cliff_table(abl, first_steps: int = 4) -> str:
     arm_table = markdown_table(header, rows, ["r", "", "r", "r", "r", "r"])
     return (f"**GRPO 的起点**（短 SFT 之后，留出集采样）\n\n{start_table}\n\n"
             f"**三臂**（中间三列是 GRPO 前 {first_steps} 步的平均）\n\n{arm_table}\n\n"
-            + _scaling_line(abl, arms[0], arms[2], first_steps))
+            + _scaling_line(abl, arms[0], arms[2], first_steps) + _sign_line(abl, arms[2], first_steps))
 
 
 def _scaling_line(abl, full: str, no_std: str, first_steps: int) -> str:
@@ -133,6 +133,16 @@ def _scaling_line(abl, full: str, no_std: str, first_steps: int) -> str:
             else f"{ARM_ZH[full]}时它是 0，无从比较大小")
     return (f"{ARM_ZH[no_std]}时，调用工具的回答的平均 advantage {size}；"
             f"{len(pairs)} 个种子中符号和{ARM_ZH[full]}时相同的有 {same} 个。")
+
+
+def _sign_line(abl, arm: str, first_steps: int) -> str:
+    """On how many seeds the arm's tool-calling answers got a mean advantage of at least 0 in the first steps and the
+    tool-call rate still fell: seeds where that mean's sign does not explain the outcome."""
+    fell = [s for s in abl.seeds
+            if _mean(x["tool_advantage"] for x in abl.runs[arm, s].history[:first_steps]) >= 0
+            and abl.runs[arm, s].after.tool_rate < abl.runs[arm, s].before.tool_rate]
+    return (f"{ARM_ZH[arm]}一臂里，前 {first_steps} 步调用工具的回答平均 advantage 不为负、GRPO 之后工具调用率却比起点低的"
+            f"种子：{len(abl.seeds)} 个中有 {len(fell)} 个。")
 
 
 def reference_line(run, reference) -> str:

@@ -11,9 +11,12 @@ positions; here the spans come from a rendered conversation and a real byte-leve
                                     <|im_end|> as single special tokens (train_chatml_tokenizer
                                     trains a new one; tokenizer_fingerprint compares two)
     tokenize_chat(messages)      -> token ids, offsets, and the (role, part) of every token
-    loss_mask_from_tokens(chat)  -> the 0/1 mask over the tokens, by default with the rule verl's
-                                    multi-turn SFT dataset follows (agentrl_ref.loss_mask.is_trainable,
-                                    ANCHORS §3): assistant content and its <|im_end|> are trained
+    loss_mask_from_tokens(chat)  -> the 0/1 mask over the tokens, by default with the exercise's rule
+                                    (agentrl_ref.loss_mask.is_trainable): assistant content and its
+                                    <|im_end|> are trained
+    verl_sft_tokens(messages)    -> a model of verl 0.7's multi-turn SFT dataset: each message tokenized
+                                    alone, an assistant message trained except its generation prompt
+                                    (so it also trains the "\\n" after <|im_end|>)
     role_spans_from_tokens(chat) -> (role, start, end) token spans for agentrl_ref.build_loss_mask
 """
 from __future__ import annotations
@@ -229,10 +232,35 @@ def tokenize_chat(messages: Sequence[dict], tokenizer=None) -> TokenizedChat:
 
 
 def loss_mask_from_tokens(chat: TokenizedChat, rule: Callable[[str, str], bool] | None = None) -> list[int]:
-    """0/1 per token: rule(role, part); the default rule is agentrl_ref.loss_mask.is_trainable (verl's)."""
+    """0/1 per token: rule(role, part); the default rule is agentrl_ref.loss_mask.is_trainable (the exercise's)."""
     if rule is None:
         from agentrl_ref.loss_mask import is_trainable as rule
     return [int(bool(rule(role, part))) for role, part in zip(chat.roles, chat.parts)]
+
+
+def verl_sft_tokens(messages: Sequence[dict], tokenizer=None) -> tuple[list[int], list[int]]:
+    """(ids, loss mask) as verl 0.7.0's multi-turn SFT dataset builds them, modelled on this ChatML template.
+
+    verl/utils/dataset/multiturn_sft_dataset.py (v0.7.0, _process_single_message, L166-216) renders every
+    message alone with apply_chat_template([message]); an assistant message gets loss mask 1 on all its tokens
+    except the first len(generation_prompt) ones, other roles 0. The generation prompt is what
+    add_generation_prompt=True appends (verl/utils/chat_template.py L31-44): "<|im_start|>assistant\\n" here.
+    A message renders as header + content + <|im_end|> + "\\n", so verl also trains the "\\n" after the
+    assistant's <|im_end|>; the exercise's rule (is_trainable) does not. (verl also strips a default system
+    prompt that some templates add to every message; this template adds none.)
+    """
+    tokenizer = tokenizer if tokenizer is not None else chatml_tokenizer()
+    generation_prompt = len(tokenizer.encode(f"{IM_START}assistant\n", add_special_tokens=False).ids)
+    ids, mask = [], []
+    for message in messages:
+        text, _ = render_chatml([message])
+        piece = tokenizer.encode(text, add_special_tokens=False).ids
+        trained = [0] * len(piece)
+        if message["role"] == "assistant":
+            trained[generation_prompt:] = [1] * (len(piece) - generation_prompt)
+        ids += piece
+        mask += trained
+    return ids, mask
 
 
 def role_spans_from_tokens(chat: TokenizedChat, parts: Sequence[str] = TRAINED_PARTS) -> list[tuple[str, int, int]]:
