@@ -88,7 +88,8 @@ def test_comparison_table_matches_expectations_for_ours():
     # open-r1 rejects the one-line repeats only for their missing newlines: with them it accepts both
     by_case = {r["case"]: r for r in rows}
     assert by_case["两组标签"]["open-r1"] == by_case["嵌套的 `<think>`"]["open-r1"] == 0.0
-    assert by_case["两组标签，带 open-r1 的换行"]["open-r1"] == by_case["嵌套的 `<think>`，带 open-r1 的换行"]["open-r1"] == 1.0
+    two, nested = by_case["两组标签，带 open-r1 的换行"], by_case["嵌套的 `<think>`，带 open-r1 的换行"]
+    assert two["open-r1"] == nested["open-r1"] == 1.0
     # open-r1's `$` with re.MULTILINE: text after </answer> passes only on a later line
     assert by_case["`</answer>` 换行后还有文字"]["open-r1"] == 1.0
     assert by_case["`</answer>` 后紧跟文字"]["open-r1"] == 0.0

@@ -22,7 +22,7 @@ from postgres_server import local_postgres
 
 RIGHT = filled(EX1, reference_fills(EX1))
 WRONG = filled(EX1, mutated_fills(EX1, next(iter(mutations(EX1).values()))[0]))
-SCORE = re.compile(r"Score: ([0-9.]+) / ([0-9.]+)")
+SCORE = re.compile(r"得分：([0-9.]+) / ([0-9.]+)")
 
 
 def _login(browser, base: str, user: str):
@@ -62,7 +62,7 @@ def _feedback_score(page) -> tuple[float, float]:
     page.click("#submitted_assignments_list a:has-text('view feedback')")    # the file browser: feedback/<time>/
     page.wait_for_selector(f".jp-DirListing-item:has-text('{EX1}.html')", timeout=30_000)
     page.dblclick(f".jp-DirListing-item:has-text('{EX1}.html')")
-    heading = page.frame_locator(".jp-HTMLViewer iframe").locator("h4", has_text="Score:")
+    heading = page.frame_locator(".jp-HTMLViewer iframe").locator("h4", has_text="得分：")
     text = heading.first.inner_text(timeout=30_000)
     found = SCORE.search(text)
     assert found, text[:1000]

@@ -14,7 +14,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course import ASSIGNMENTS, ROOT, filled, mutated_fills, mutation_hints, mutations, reference_fills, student_notebook
+from course import (ASSIGNMENTS, ROOT, filled, mutated_fills, mutation_hints, mutations, reference_fills,
+                    student_notebook)
 from grader.grade.pipeline import grade
 
 MUTATION_TABLE: list[str] = []  # printed at the end of the run by conftest.pytest_terminal_summary
@@ -100,7 +101,8 @@ def test_feedback_for_every_graded_notebook(graded_class, name):
 @pytest.mark.parametrize("name", ASSIGNMENTS)
 def test_each_mistakes_feedback_page_gives_its_hint_and_the_students_value(graded_class, name):
     """The page of every realistic mistake says what check() said: a ✗ line with the value the student's code
-    gave ("得到 …"; or that it hung, or what it raised) and the mistake's one hint (tests/mutations/ HINTS), written by the grader from the records."""
+    gave ("得到 …"; or that it hung, or what it raised) and the mistake's one hint (tests/mutations/ HINTS), written
+    by the grader from the records."""
     import html
 
     out, _, _ = graded_class

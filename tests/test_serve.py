@@ -37,7 +37,7 @@ SLOW = _with_own_cell(RIGHT, "import time\ntime.sleep(6)")   # right, and 6 s lo
 LOOP = filled(EX1, ["next(x for x in __import__('itertools').count() if x < 0)"] + reference_fills(EX1)[1:])
 FORK_BOMB = filled(EX1, ["[__import__('os').fork() for _ in range(40)] and None or "
                          + reference_fills(EX1)[0]] + reference_fills(EX1)[1:])
-SCORE = re.compile(r"\(Score: ([0-9.]+) / ([0-9.]+)\)")
+SCORE = re.compile(r"（得分：([0-9.]+) / ([0-9.]+)）")   # the feedback page\'s heading (grader/grade/templates)
 
 
 @pytest.fixture(scope="module")

@@ -44,7 +44,7 @@ from postgres_server import local_postgres
 
 RIGHT = filled(EX1, reference_fills(EX1))
 WRONG = filled(EX1, mutated_fills(EX1, next(iter(mutations(EX1).values()))[0]))
-SCORE = re.compile(r"\(Score: ([0-9.]+) / ([0-9.]+)\)")
+SCORE = re.compile(r"（得分：([0-9.]+) / ([0-9.]+)）")   # the feedback page\'s heading (grader/grade/templates)
 RUN = "t" + secrets.token_hex(2)          # this run's accounts: t1a2b…; other runs on the machine have others
 ROLES = ("hon1", "hon2", "hon3", "hon4", "hon5", "hon6", "hon7", "hon8", "bob", "mal", "flood", "big", "clock")
 LOOK_ALIKE = f"{RUN}bоb"                  # Cyrillic о: a person cannot tell it from bob

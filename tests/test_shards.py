@@ -21,6 +21,7 @@ import pytest
 from class_builder import write_class
 from grader.cluster.shards import Shard, shard_of
 from grader.course import COURSE_ID
+from grader.grade.outfolder import MARKER
 from grader.grade.pipeline import grade, report
 from postgres_server import local_postgres
 from slurm_cluster import available, job_states, local_slurm, submit_shards, wait_for_jobs
@@ -106,6 +107,7 @@ def test_a_shard_that_never_ran_is_named_and_its_students_are_not_silently_missi
     tmp = graded["tmp"]
     partial = tmp / "partial"
     shutil.copytree(tmp / "sharded" / "shards", partial / "shards")
+    shutil.copy2(tmp / "sharded" / MARKER, partial / MARKER)   # what says the folder is a sharded grading's output
     (partial / "shards" / "2" / "manifest.json").unlink()
     with contextlib.redirect_stdout(io.StringIO()):
         subs = report(partial, graded["db_url"])

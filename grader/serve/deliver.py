@@ -106,7 +106,7 @@ def not_graded_page(assignment: str, reason: str) -> str:
 def short_page(assignment: str, reason: str, score: tuple[float, float] | None) -> str:
     """The page of a graded submission whose full page was not made (too big, too slow): the score if the
     instructor shows it now, and why there is nothing more."""
-    shown = f" (Score: {score[0]:g} / {score[1]:g})" if score else ""
+    shown = f"（得分：{score[0]:g} / {score[1]:g}）" if score else ""   # as the full page's heading
     return _page(assignment, f"已评分{shown}",
                  f"<p>分数已经记进成绩册，但这一份的反馈页没有生成：{html_lib.escape(reason)}。</p>"
                  "<p>把多余的内容（很长的单元格、很多单元格）删掉再提交，就能得到完整的反馈页。</p>")

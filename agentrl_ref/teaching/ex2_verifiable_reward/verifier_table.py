@@ -264,7 +264,8 @@ def forms_table(results: Sequence[VerifierComparison]) -> str:
              _verdict(r.math_verify_equal, r.expected_equal), _code(r.completion), _code(r.gold),
              NOTE_ZH.get(r.note, r.note)]
             for i, r in enumerate(results, 1)]
-    return markdown_table(["#", "人工", "参考实现", "math-verify（open-r1 的设置）", "模型输出", "标准答案", "写法"], rows)
+    header = ["#", "人工", "参考实现", "math-verify（open-r1 的设置）", "模型输出", "标准答案", "写法"]
+    return markdown_table(header, rows)
 
 
 def default_settings_line(results: Sequence[VerifierComparison]) -> str:
@@ -275,7 +276,8 @@ def default_settings_line(results: Sequence[VerifierComparison]) -> str:
     cells = "；".join(f"第 {i} 行 {_code(r.completion)} 对 {_code(r.gold)}："
                      f"open-r1 的设置判 {int(r.math_verify_equal)}，默认设置判 {int(r.math_verify_default_equal)}"
                      for i, r in changed)
-    return f"换成 math-verify 自己的默认设置（`parse` 和 `verify` 都不带参数），判定不同的有 {len(changed)} 行：{cells}。"
+    return (f"换成 math-verify 自己的默认设置（`parse` 和 `verify` 都不带参数），"
+            f"判定不同的有 {len(changed)} 行：{cells}。")
 
 
 def plot_verifiers(results: Sequence[VerifierComparison]):

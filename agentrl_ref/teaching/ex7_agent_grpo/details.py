@@ -46,7 +46,8 @@ def cost_model_line(abl, arm: str = "stale0") -> str:
             f"训练 {model['train_cost']:.3f} 模拟秒，两者完全重叠时的上限是 "
             f"{ceiling(model['gen_cost'], model['train_cost'], devices=n):.2f} 倍；这次运行里同样的工作实测的 CPU "
             f"时间是生成 {measured['gen_seconds']:.3f} s、训练 {measured['train_seconds']:.3f} s（上限 "
-            f"{ceiling(measured['gen_seconds'], measured['train_seconds'], devices=n):.2f} 倍）。实测的数随机器和负载变，"
+            f"{ceiling(measured['gen_seconds'], measured['train_seconds'], devices=n):.2f} 倍）。"
+            "实测的数随机器和负载变，"
             "不进入任何判断；模拟时钟只用成本模型，所以上面的判断每次重跑都一样。")
 
 

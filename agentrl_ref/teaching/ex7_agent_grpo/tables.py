@@ -141,7 +141,8 @@ def _sign_line(abl, arm: str, first_steps: int) -> str:
     fell = [s for s in abl.seeds
             if _mean(x["tool_advantage"] for x in abl.runs[arm, s].history[:first_steps]) >= 0
             and abl.runs[arm, s].after.tool_rate < abl.runs[arm, s].before.tool_rate]
-    return (f"{ARM_ZH[arm]}一臂里，前 {first_steps} 步调用工具的回答平均 advantage 不为负、GRPO 之后工具调用率却比起点低的"
+    return (f"{ARM_ZH[arm]}一臂里，前 {first_steps} 步调用工具的回答平均 advantage 不为负、"
+            "GRPO 之后工具调用率却比起点低的"
             f"种子：{len(abl.seeds)} 个中有 {len(fell)} 个。")
 
 
