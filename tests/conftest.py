@@ -1,7 +1,7 @@
 """Shared fixtures: the repo paths, a built site, a served site, a headless Chromium and the session's reference
 records; the suite's lanes and where its time goes.
 
-What costs minutes runs once per session and is shared (the maintainer's note in README, "Paying for a new test"):
+What costs minutes runs once per session and is shared (book/guide_maintainers.md, "Paying for a new test"):
 - the site: `built_site` reuses _build/html when it was built from exactly these inputs (book/_ext/site_build.py,
   the stamp `make book` leaves), else builds it there once, the way `make book` does;
 - the references: every grading run of the session (in this process or a child: shards, the service, nbgrader)
@@ -62,7 +62,8 @@ LANES = {
               "test_figures", "test_format_reward", "test_glossary", "test_grader_structure", "test_hidden_rules",
               "test_intake", "test_launch_buttons", "test_length_plots", "test_lint", "test_loss_mask",
               "test_queue_bench", "test_release", "test_rollout_buffer", "test_rollout_sim", "test_token_credit",
-              "test_verifiable_reward", "test_verifier_table", "test_agent", "test_two_process"],
+              "test_verifiable_reward", "test_verifier_table", "test_agent", "test_two_process", "test_guides",
+              "test_page_length"],
     "notebooks": ["test_notebooks_execute", "test_package", "test_frameworks", "test_rollout_playground",
                   "test_execution_cache"],
     "grading": ["test_grade", "test_attacks", "test_nbgrader", "test_shards", "test_shared_work"],
