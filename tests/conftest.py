@@ -69,7 +69,7 @@ LANES = {
     "sandbox levels": ["test_sandbox"],
     "cgroup v2 guest": ["test_cgroup_v2"],
     "hub and service": ["test_serve", "test_hub", "test_lab"],
-    "browser": ["test_accessibility", "test_offline_site", "test_site", "test_cloze_browser"],
+    "browser": ["test_accessibility", "test_offline_site", "test_site", "test_cloze_browser", "test_site_reader"],
 }
 LANE_OF = {module: lane for lane, modules in LANES.items() for module in modules}
 OTHER = "other"

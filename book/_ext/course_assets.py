@@ -18,6 +18,8 @@ It also makes the site work from its own folder with no network and wires the co
   and all student notebooks in one zip (dist/agentrl-notebooks.zip); other notebook pages
   (book/frameworks.md) have no launch buttons; a button that needs an address _config.yml does not
   set yet is left out, and the notebook links download (launch.py);
+- one chapter-list and one page-contents button per page, named in Chinese, that open and close the
+  sidebars at every width (navigation.py);
 - the header buttons' tooltips in the site's own Simplified Chinese (the theme's zh_CN catalogue
   mixes in Traditional usage: "列印成 PDF");
 - dist/agentrl_ref-<version>-py3-none-any.whl: the course package, which the setup cell of every
@@ -48,6 +50,7 @@ if str(HERE) not in sys.path:
 import cloze_directive  # noqa: E402
 import execution_cache  # noqa: E402
 import launch  # noqa: E402
+import navigation  # noqa: E402
 import offline_assets  # noqa: E402
 
 STUDENT_DIR = "notebooks"  # the student notebooks, in the repository and in the built site
@@ -309,4 +312,5 @@ def setup(app):
     cloze_directive.setup(app)
     execution_cache.setup(app)
     launch.setup(app)
+    navigation.setup(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
