@@ -78,3 +78,68 @@ def test_sidebar_buttons_open_and_close(width_name, site_url, browser, artifacts
             assert not shown(page, target)
     assert not errors, errors
     page.close()
+
+
+# ---------------------------------------------------------------- search
+
+QUERIES = ["裁剪", "验证器", "组内标准化", "练习 3", "错位"]
+ABSENT = "不存在的词汇"  # in no page: the search must say it found nothing
+
+
+def page_texts(built_site) -> dict[str, str]:
+    """The text of every page's article (what the reader searches), spaces removed, by page path."""
+    import html
+    import re
+
+    texts = {}
+    for path in sorted((built_site / "book").glob("*.html")):
+        body = path.read_text(encoding="utf-8")
+        main = body[body.find("<article"):body.rfind("</article>")]
+        main = re.sub(r"<(script|style)\b.*?</\1>", " ", main, flags=re.S)
+        texts[f"book/{path.name}"] = re.sub(r"\s+", "", html.unescape(re.sub(r"<[^>]+>", " ", main)))
+    return texts
+
+
+def search(page, site_url, query: str) -> list[str]:
+    """The pages the site's search lists for query (as typed in the search box), in its order."""
+    from urllib.parse import quote
+
+    page.goto(f"{site_url}/search.html?q={quote(query)}", wait_until="load")
+    page.wait_for_function("() => document.querySelector('#search-results .search-summary')?.textContent.trim()")
+    hrefs = page.eval_on_selector_all("#search-results ul.search li a", "as => as.map(a => a.getAttribute('href'))")
+    return list(dict.fromkeys(href.split("#")[0] for href in hrefs))
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_chinese_search_finds_the_pages_that_say_it(query, site_url, browser, built_site):
+    texts = page_texts(built_site)
+    saying = {rel for rel, text in texts.items() if query.replace(" ", "") in text}
+    assert saying, f"no page says {query!r}: pick another query"
+    page, errors = open_page(browser, site_url, WIDTHS["phone"], "search.html")
+    found = search(page, site_url, query)
+    assert saying <= set(found), f"{query!r}: pages that say it but were not found: {sorted(saying - set(found))}"
+    assert len(found) < len(texts), f"{query!r} lists every page: the search does not tell pages apart"
+    assert not errors, errors
+    page.close()
+
+
+def test_search_for_words_no_page_has_finds_nothing(site_url, browser, built_site):
+    assert not any(ABSENT in text for text in page_texts(built_site).values())
+    page, _ = open_page(browser, site_url, WIDTHS["desktop"], "search.html")
+    assert search(page, site_url, ABSENT) == []
+    page.close()
+
+
+def test_search_box_speaks_chinese(site_url, browser):
+    page, _ = open_page(browser, site_url, WIDTHS["phone"])
+    page.locator(".search-button").first.click()
+    box = page.locator("#pst-search-dialog input[name=q]")
+    box.wait_for(state="visible")
+    placeholder = box.get_attribute("placeholder")
+    assert placeholder and not placeholder.isascii(), placeholder
+    box.fill("组内标准化")
+    box.press("Enter")
+    page.wait_for_url("**/search.html?q=*")
+    page.wait_for_function("() => document.querySelector('#search-results .search-summary')?.textContent.trim()")
+    assert page.locator("#search-results ul.search li").count() > 0
+    page.close()

@@ -20,6 +20,8 @@ It also makes the site work from its own folder with no network and wires the co
   set yet is left out, and the notebook links download (launch.py);
 - one chapter-list and one page-contents button per page, named in Chinese, that open and close the
   sidebars at every width (navigation.py);
+- search that finds Chinese words: jieba cuts the pages, and the browser cuts a query into the index's own
+  words (search_zh.py);
 - the header buttons' tooltips in the site's own Simplified Chinese (the theme's zh_CN catalogue
   mixes in Traditional usage: "列印成 PDF");
 - dist/agentrl_ref-<version>-py3-none-any.whl: the course package, which the setup cell of every
@@ -52,6 +54,7 @@ import execution_cache  # noqa: E402
 import launch  # noqa: E402
 import navigation  # noqa: E402
 import offline_assets  # noqa: E402
+import search_zh  # noqa: E402
 
 STUDENT_DIR = "notebooks"  # the student notebooks, in the repository and in the built site
 DIST_DIR = "dist"  # in the built site: the course package's wheel and the zip of all student notebooks
@@ -313,4 +316,5 @@ def setup(app):
     execution_cache.setup(app)
     launch.setup(app)
     navigation.setup(app)
+    search_zh.setup(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
