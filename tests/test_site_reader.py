@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import pytest
 
+from course import ROOT
+
 WIDTHS = {"desktop": 1366, "tablet": 900, "phone": 390}
 HEIGHT = 844
 PAGE = "book/ex1_format_reward.html"
@@ -142,4 +144,50 @@ def test_search_box_speaks_chinese(site_url, browser):
     page.wait_for_url("**/search.html?q=*")
     page.wait_for_function("() => document.querySelector('#search-results .search-summary')?.textContent.trim()")
     assert page.locator("#search-results ul.search li").count() > 0
+    page.close()
+
+
+# ---------------------------------------------------------------- code and tables that fit
+
+BOOK_PAGES = sorted(path.stem for path in (ROOT / "book").glob("*.*") if path.suffix in {".md", ".ipynb"})
+
+FIT = """() => {
+  const visible = (e) => e.checkVisibility() && e.getBoundingClientRect().width > 0;
+  const code = [...document.querySelectorAll("article pre")].filter(visible);
+  const output = (pre) => pre.closest(".cell_output") !== null;
+  const cut = (pre) => pre.scrollWidth > pre.clientWidth + 1;
+  const em = (e) => parseFloat(getComputedStyle(e).fontSize);
+  const cells = [...document.querySelectorAll("article table td, article table th")].filter(visible);
+  return {
+    page: document.documentElement.scrollWidth, screen: innerWidth,
+    cutCode: code.filter(pre => !output(pre) && cut(pre)).map(pre => pre.textContent.trim().split("\\n")[0]),
+    cutTodo: code.filter(pre => !output(pre) && cut(pre) && pre.textContent.includes("TODO"))
+      .map(pre => pre.textContent.trim().split("\\n").find(line => line.includes("TODO"))),
+    unscrolledOutput: code.filter(pre => output(pre) && cut(pre)
+      && !["auto", "scroll"].includes(getComputedStyle(pre).overflowX)).length,
+    squeezed: cells.filter(c => c.textContent.trim().length > 2 && c.getBoundingClientRect().width < 3 * em(c))
+      .map(c => c.textContent.trim().slice(0, 20)),
+    brokenNames: [...document.querySelectorAll("article table code.literal span.pre")].filter(visible)
+      .filter(c => c.getClientRects().length > 1).map(c => c.textContent),
+    unscrolledTables: [...document.querySelectorAll("article table")].filter(visible).filter(t => {
+      const box = t.closest(".pst-scrollable-table-container");
+      return !box || box.getBoundingClientRect().right > innerWidth + 1
+        || (t.scrollWidth > box.clientWidth + 1 && !["auto", "scroll"].includes(getComputedStyle(box).overflowX));
+    }).length,
+  };
+}"""
+
+
+@pytest.mark.parametrize("name", BOOK_PAGES)
+def test_code_and_tables_fit_a_phone(name, site_url, browser):
+    page, errors = open_page(browser, site_url, WIDTHS["phone"], f"book/{name}.html")
+    fit = page.evaluate(FIT)
+    assert fit["page"] <= fit["screen"], f"{name}: the page is {fit['page']} px wide on a {fit['screen']} px screen"
+    assert not fit["cutTodo"], f"{name}: TODO lines cut at the block's edge: {fit['cutTodo']}"
+    assert not fit["cutCode"], f"{name}: code cut at the block's edge: {fit['cutCode']}"
+    assert not fit["unscrolledOutput"], f"{name}: outputs wider than their box that cannot be scrolled"
+    assert not fit["squeezed"], f"{name}: table cells squeezed to a few letters a line: {fit['squeezed']}"
+    assert not fit["brokenNames"], f"{name}: identifiers split across lines in tables: {fit['brokenNames']}"
+    assert not fit["unscrolledTables"], f"{name}: tables wider than the screen outside a scrolling box"
+    assert not errors, errors
     page.close()
