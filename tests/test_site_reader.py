@@ -191,3 +191,29 @@ def test_code_and_tables_fit_a_phone(name, site_url, browser):
     assert not fit["unscrolledTables"], f"{name}: tables wider than the screen outside a scrolling box"
     assert not errors, errors
     page.close()
+
+
+# ---------------------------------------------------------------- figures
+
+FIGURES = """() => [...document.querySelectorAll("article img")].map(img => ({
+    alt: img.getAttribute("alt") || "",
+    caption: img.closest("figure")?.querySelector("figcaption")?.textContent.trim() || "",
+    id: img.closest("figure")?.id || "",
+    loaded: img.complete && img.naturalWidth > 0,
+}))"""
+
+
+@pytest.mark.parametrize("name", BOOK_PAGES)
+def test_every_figure_has_a_numbered_caption_and_its_title_as_alt(name, site_url, browser):
+    import re
+
+    page, _ = open_page(browser, site_url, WIDTHS["desktop"], f"book/{name}.html")
+    figures = page.evaluate(FIGURES)
+    page.close()
+    for n, figure in enumerate(figures, start=1):
+        assert figure["loaded"], f"{name}: image {n} did not load"
+        assert not re.search(r"\.(png|jpe?g|svg)\b|_images/", figure["alt"]), f"{name}: alt is a path: {figure}"
+        assert figure["alt"].startswith(f"图 {n}："), f"{name}: figure {n} has no title as its alt text: {figure}"
+        assert len(figure["alt"]) > len(f"图 {n}：") + 1, figure
+        assert figure["caption"] == figure["alt"], f"{name}: caption and alt differ: {figure}"
+        assert figure["id"] == f"fig-{n}", figure
