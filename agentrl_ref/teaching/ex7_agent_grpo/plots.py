@@ -51,6 +51,9 @@ def cjk_fonts():
 def _cjk(fn):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        from agentrl_ref.teaching.shared import figure_title
+
+        figure_title.install()  # the figure's title goes into its PNG, for the site's alt text and caption
         with cjk_fonts():
             return fn(*args, **kwargs)
     return wrapper

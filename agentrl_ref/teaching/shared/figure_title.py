@@ -5,10 +5,11 @@ pixels only, so the figure's title (its suptitle, else its axes' titles joined b
 as a standard tEXt chunk, keyword "Title" (PNG specification, section 11.3.4.2), which every PNG reader skips or
 shows as metadata: the picture is unchanged.
 
-install() wraps IPython's PNG formatter for matplotlib figures (the one matplotlib-inline registers). The inline
-backend registers its formatter when pyplot is first imported in a kernel, so install() is also hooked on every
-cell's start (pre_run_cell): a formatter registered after this one is wrapped too. Outside IPython it does
-nothing. Every course figure module imports cjk, which calls install().
+install() wraps IPython's PNG formatter for matplotlib figures, the one matplotlib-inline registers when its
+backend module is imported (which matplotlib does lazily, at the first figure). Where the kernel's backend is the
+inline one, install() imports that module first, so the formatter it wraps is the one that will be used; it is
+also hooked on every cell's start (pre_run_cell), so a formatter registered later (a %matplotlib magic) is
+wrapped too. Outside IPython it does nothing. Every course figure module imports cjk, which calls install().
 """
 from __future__ import annotations
 
@@ -97,6 +98,10 @@ def install() -> None:
     shell = get_ipython()
     if shell is None or not hasattr(shell, "display_formatter"):
         return
+    import matplotlib
+
+    if matplotlib.get_backend(auto_select=False) in ("inline", "module://matplotlib_inline.backend_inline"):
+        import matplotlib_inline.backend_inline  # noqa: F401  (its import registers the inline formatter)
     formatter = shell.display_formatter.formatters["image/png"]
     _wrap(formatter)
     if not getattr(shell, _WRAPPED, False):
