@@ -217,3 +217,36 @@ def test_every_figure_has_a_numbered_caption_and_its_title_as_alt(name, site_url
         assert len(figure["alt"]) > len(f"图 {n}：") + 1, figure
         assert figure["caption"] == figure["alt"], f"{name}: caption and alt differ: {figure}"
         assert figure["id"] == f"fig-{n}", figure
+
+
+# ---------------------------------------------------------------- the interface in Chinese
+
+INTERFACE_TEXT = """() => {
+  const english = (text) => /[A-Za-z]{3,}/.test(text) && !/[\\u4e00-\\u9fff]/.test(text);
+  const found = new Set();
+  const names = ["title", "aria-label", "data-bs-title", "data-bs-original-title", "placeholder"];
+  for (const e of document.querySelectorAll(names.map(name => `[${name}]`).join(","))) {
+    if (e.closest("article .cell, article pre, article code")) continue;
+    for (const name of names) {
+      const value = e.getAttribute(name);
+      if (value && english(value)) found.add(`${e.tagName.toLowerCase()} ${name}="${value}"`);
+    }
+  }
+  for (const part of document.querySelectorAll("footer, .bd-sidebar-primary, .prev-next-area, .bd-header-article")) {
+    const walker = document.createTreeWalker(part, NodeFilter.SHOW_TEXT);
+    while (walker.nextNode()) {
+      const text = walker.currentNode.textContent.trim();
+      if (english(text) && !/^\\.[a-z]+$/.test(text)) found.add(`text "${text}"`);  // file types (.pdf) stay
+    }
+  }
+  return [...found];
+}"""
+
+
+@pytest.mark.parametrize("rel", ["book/intro.html", "book/ex1_format_reward.html", "book/cloze.html", "search.html"])
+def test_interface_speaks_chinese(rel, site_url, browser):
+    for width in (WIDTHS["desktop"], WIDTHS["phone"]):
+        page, _ = open_page(browser, site_url, width, rel)
+        english = page.evaluate(INTERFACE_TEXT)
+        page.close()
+        assert not english, f"{rel} at {width}px: English in the interface: {english}"

@@ -23,6 +23,8 @@ It also makes the site work from its own folder with no network and wires the co
 - search that finds Chinese words: jieba cuts the pages, and the browser cuts a query into the index's own
   words (search_zh.py);
 - every figure of a page's outputs numbered and captioned, its alt text the figure's own title (figures.py);
+- the permalinks' tooltips and the themes' landmark names in Chinese (chinese_labels.py), the copyright line
+  too (templates/copyright.html);
 - the header buttons' tooltips in the site's own Simplified Chinese (the theme's zh_CN catalogue
   mixes in Traditional usage: "列印成 PDF");
 - dist/agentrl_ref-<version>-py3-none-any.whl: the course package, which the setup cell of every
@@ -50,6 +52,7 @@ ROOT = HERE.parents[1]
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
+import chinese_labels  # noqa: E402
 import cloze_directive  # noqa: E402
 import execution_cache  # noqa: E402
 import figures  # noqa: E402
@@ -318,6 +321,7 @@ def setup(app):
     execution_cache.setup(app)
     launch.setup(app)
     figures.setup(app)
+    chinese_labels.setup(app)
     navigation.setup(app)
     search_zh.setup(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
