@@ -527,6 +527,31 @@ def test_a_job_level_group_never_names_the_next_sandbox_that_gets_its_namespace_
                 o.wait()
 
 
+@pytest.mark.skipif("job" not in LEVELS_HERE or len(os.sched_getaffinity(0)) < 2, reason="no `job` level or one core")
+def test_job_level_sandboxes_of_two_graders_are_pinned_to_different_cores(package_root, tmp_path):
+    """Two graders (shards) at the `job` level on one machine: the second kernel goes to a core the first
+    does not use (each grader counts the machine's running sandbox kernels, not only its own)."""
+    from grader.sandbox.job import sandbox_cpu_users
+
+    sandbox = sbx.Sandbox(package_root, isolation="job")
+    cores = sorted(os.sched_getaffinity(0))
+    (tmp_path / "a").mkdir()
+    with sandbox.session(tmp_path / "a") as first:
+        nb = notebook("import os\nprint(sorted(os.sched_getaffinity(0)))")
+        assert execute(first, nb) is None
+        pinned = eval(stream(nb.cells[0]))
+        assert len(pinned) == 1
+        users = sandbox_cpu_users(cores)
+        assert users[pinned[0]] == 1 and sum(users.values()) == 1
+        assert levels.control_for("job").cpu_users() == users
+        (tmp_path / "b").mkdir()
+        with sandbox.session(tmp_path / "b") as second:
+            nb2 = notebook("import os\nprint(sorted(os.sched_getaffinity(0)))")
+            assert execute(second, nb2) is None
+            assert eval(stream(nb2.cells[0])) != pinned
+    assert sum(sandbox_cpu_users(cores).values()) == 0
+
+
 def test_kernel_ignoring_sigint_is_stopped(each, workdir):
     nb = notebook("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass",
                   "print('never')")

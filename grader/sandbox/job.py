@@ -12,7 +12,9 @@ notebook at a time, and the job's (or pod's) own limits are the notebook's limit
   user namespace since Linux 5.14); it does not bind real root.
 * memory: RLIMIT_AS per process; the whole job's memory.max above it. The kernel's processes volunteer
   (oom_score_adj 1000) to be what the job's OOM killer takes first, not the grader.
-* CPU: one notebook at a time, pinned with sched_setaffinity; RLIMIT_CPU per process.
+* CPU: one notebook at a time, pinned with sched_setaffinity to the core the fewest sandboxes of this
+  machine are pinned to (other shards' too: where Slurm does not confine a task to its cores, every shard
+  pinned to the first core would share it); RLIMIT_CPU per process.
 * what it used: the job's own group's counters (readable without writing), minus the grader's own CPU.
 """
 from __future__ import annotations
@@ -21,7 +23,7 @@ import os
 from pathlib import Path
 
 from .control import Control, Group, Usage, allowed_cpus, keyed, read
-from .host import CGROUP_ROOT, real_root
+from .host import BWRAP, CGROUP_ROOT, real_root, state_root
 
 
 def job_group() -> Path | None:
@@ -194,4 +196,32 @@ class JobControl(Control):
         return JobGroup(name, limits, cpus, self.counters)
 
     def cpu_users(self) -> dict[int, int]:
-        return dict.fromkeys(allowed_cpus(), 0)     # one notebook at a time: every core is free
+        """cpu -> how many live sandboxes of this machine (this grader's user's, any process) are pinned to it."""
+        return sandbox_cpu_users(allowed_cpus())
+
+
+def sandbox_cpu_users(cpus: list[int]) -> dict[int, int]:
+    """For each of cpus, how many running sandbox kernels (bwrap running ipykernel on a connection file under
+    this user's state folder, one per file) are pinned to it: their affinity, set by the launcher, is inherited."""
+    users = dict.fromkeys(cpus, 0)
+    head, marker = f"{BWRAP}\0".encode(), str(state_root()).encode() + b"/"
+    seen: set[bytes] = set()
+    for pid in _all_pids():
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if not cmd.startswith(head) or b"ipykernel_launcher" not in cmd or marker not in cmd:
+            continue
+        conn = next((a for a in cmd.split(b"\0") if a.startswith(marker)), b"")
+        if conn in seen:
+            continue
+        try:
+            pinned = os.sched_getaffinity(pid)
+        except OSError:
+            continue
+        seen.add(conn)
+        if len(pinned) < len(users):
+            for cpu in pinned & users.keys():
+                users[cpu] += 1
+    return users
