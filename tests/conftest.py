@@ -66,7 +66,7 @@ LANES = {
               "test_page_length"],
     "notebooks": ["test_notebooks_execute", "test_package", "test_frameworks", "test_rollout_playground",
                   "test_execution_cache"],
-    "grading": ["test_grade", "test_attacks", "test_nbgrader", "test_shards", "test_shared_work"],
+    "grading": ["test_grade", "test_attacks", "test_nbgrader", "test_shards", "test_shared_work", "test_kernel_retry"],
     "sandbox levels": ["test_sandbox"],
     "cgroup v2 guest": ["test_cgroup_v2"],
     "hub and service": ["test_serve", "test_hub", "test_lab"],
