@@ -55,20 +55,23 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 
 # Every test module's lane: `make test` prints the time of each, `make test-quick` (--lane quick) runs only the
 # quick one (unit and property tests of the package, its checks and the grader's pure parts; no kernel, no
-# browser, no server). A module not listed here runs in `make test` under "other" and is named at the end.
+# browser, no server). A module not listed here runs in `make test` under "other", is named at the end, and fails
+# tests/test_lanes.py.
 LANES = {
     "quick": ["test_blanks", "test_capstone_evidence", "test_capstone_hints", "test_chat_template", "test_checks",
               "test_checks_async", "test_cloze", "test_cluster_files", "test_composite_reward", "test_credit_plots",
               "test_figures", "test_format_reward", "test_glossary", "test_grader_structure", "test_hidden_rules",
               "test_intake", "test_launch_buttons", "test_length_plots", "test_lint", "test_loss_mask",
               "test_queue_bench", "test_release", "test_rollout_buffer", "test_rollout_sim", "test_token_credit",
-              "test_verifiable_reward", "test_verifier_table", "test_agent", "test_two_process"],
+              "test_verifiable_reward", "test_verifier_table", "test_agent", "test_two_process", "test_hints",
+              "test_lanes"],
     "notebooks": ["test_notebooks_execute", "test_package", "test_frameworks", "test_rollout_playground",
                   "test_execution_cache"],
-    "grading": ["test_grade", "test_attacks", "test_nbgrader", "test_shards", "test_shared_work"],
+    "grading": ["test_grade", "test_attacks", "test_nbgrader", "test_shards", "test_shared_work", "test_feedback_pages",
+                "test_outfolder"],
     "sandbox levels": ["test_sandbox"],
     "cgroup v2 guest": ["test_cgroup_v2"],
-    "hub and service": ["test_serve", "test_hub", "test_lab"],
+    "hub and service": ["test_serve", "test_serve_trust", "test_hub", "test_lab"],
     "browser": ["test_accessibility", "test_offline_site", "test_site", "test_cloze_browser"],
 }
 LANE_OF = {module: lane for lane, modules in LANES.items() for module in modules}
