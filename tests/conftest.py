@@ -7,8 +7,8 @@ What costs minutes runs once per session and is shared (the maintainer's note in
 - the references: every grading run of the session (in this process or a child: shards, the service, nbgrader)
   keeps the instructor notebooks' records in one folder (AGENTRL_REFERENCE_STORE, grader/grade/reference.py),
   keyed by the notebook and the package copy; no test may change a record (checked after every test);
-- a browser, a served site, one guest boot per lane (tests/guest.py), one PostgreSQL server
-  (tests/postgres_server.py).
+- a browser, a served site, one guest boot per lane (tests/guest.py), one PostgreSQL server (`postgres`,
+  tests/postgres_server.py: a database per module).
 `make test` ends with the time of each lane beside the slowest tests; `make test-quick` runs the quick lane.
 """
 from __future__ import annotations
@@ -167,6 +167,19 @@ def browser():
         b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         yield b
         b.close()
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """One PostgreSQL server for the session (tests/postgres_server.py), started when a test first needs it: each
+    module that needs a gradebook or a queue makes a database of its own on it (postgres.database(name)), so no
+    module's rows count in another's. Room for every module's connections (the services' workers, Slurm's shards)."""
+    from postgres_server import postgres_server
+
+    started = time.monotonic()
+    with postgres_server(max_connections=200) as server:
+        SHARED["PostgreSQL server"] = (time.monotonic() - started, "one for the session, a database per module")
+        yield server
 
 
 @pytest.fixture(scope="session", autouse=True)

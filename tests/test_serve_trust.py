@@ -40,7 +40,6 @@ from grader.serve.deliver import feedback_name
 from grader.serve.layout import Layout, check
 from grader.serve.queue import TABLE, Queue
 from grader.serve.scanner import Limits
-from postgres_server import local_postgres
 
 RIGHT = filled(EX1, reference_fills(EX1))
 WRONG = filled(EX1, mutated_fills(EX1, next(iter(mutations(EX1).values()))[0]))
@@ -125,9 +124,8 @@ def page_score(html: str) -> tuple[float, float]:
 
 
 @pytest.fixture(scope="module")
-def db_url():
-    with local_postgres() as url:
-        yield url
+def db_url(postgres):
+    return postgres.database("serve_trust")
 
 
 @pytest.fixture(scope="module")
