@@ -5,8 +5,9 @@ in nothing and one broken file) is graded twice: by `make grade`'s pipeline on t
 two notebooks at a time), and by `grader/cluster/slurm/submit.sh 3`: a job array of three shards on a
 single-node Slurm 22 cluster from Debian's packages, at the `job` level, all three at once on fewer cores than
 shards (slurmd pinned to them: the shards' sandboxes start and end side by side, as on a loaded node), each
-recording into a private PostgreSQL server, plus the report job that runs after them. Nothing is simulated.
-The two grades.csv must be the same bytes: a grade never depends on how the class was split.
+recording into one PostgreSQL gradebook (a database of its own on the session's server), plus the report job
+that runs after them. Nothing is simulated. The two grades.csv must be the same bytes: a grade never depends on
+how the class was split.
 """
 from __future__ import annotations
 
@@ -25,7 +26,6 @@ from grader.cluster.shards import Shard, shard_of
 from grader.course import COURSE_ID
 from grader.grade.outfolder import MARKER
 from grader.grade.pipeline import grade, report
-from postgres_server import local_postgres
 from slurm_cluster import available, job_states, local_slurm, submit_shards, wait_for_jobs
 
 A = "ex1_format_reward"
@@ -36,7 +36,7 @@ pytestmark = pytest.mark.skipif(available() is not None, reason=f"no local Slurm
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
+def graded(tmp_path_factory, postgres):
     tmp = tmp_path_factory.mktemp("shards")
     tmp.chmod(0o755)   # Slurm's jobs write their logs here
     write_class(tmp / "class", STUDENTS, assignments=[A])
@@ -44,12 +44,12 @@ def graded(tmp_path_factory):
     (tmp / "class" / f"mallory_{A}.ipynb").write_text('{"cells": [', encoding="utf-8")   # not JSON
     with contextlib.redirect_stdout(io.StringIO()):
         grade(tmp / "class", tmp / "single", jobs=2)
-    with local_postgres() as db_url:
-        with local_slurm(cpus=SHARDS, cores=CORES) as slurm:
-            array, merge = submit_shards(slurm, SHARDS, tmp / "class", tmp / "sharded", db_url, tmp)
-            wait_for_jobs(slurm)
-            states = {"shards": job_states(slurm, array), "report": job_states(slurm, merge)}
-        yield dict(tmp=tmp, db_url=db_url, states=states, logs=sorted(tmp.glob("agentrl-grade-*.log")))
+    db_url = postgres.database("shards")
+    with local_slurm(cpus=SHARDS, cores=CORES) as slurm:
+        array, merge = submit_shards(slurm, SHARDS, tmp / "class", tmp / "sharded", db_url, tmp)
+        wait_for_jobs(slurm)
+        states = {"shards": job_states(slurm, array), "report": job_states(slurm, merge)}
+    return dict(tmp=tmp, db_url=db_url, states=states, logs=sorted(tmp.glob("agentrl-grade-*.log")))
 
 
 def _read(path):
