@@ -37,7 +37,8 @@ class DriftStudy:
     completions: tuple[Completion, ...]
     sft_steps: int
     vocab_size: int
-    tokenizer: object
+    tokenizer: object        # the tokenizers.Tokenizer
+    chat_tokenizer: object   # the same as a transformers tokenizer with the TRL page's chat template
 
     @property
     def drifted(self) -> list[Completion]:
@@ -100,7 +101,7 @@ def drift_study(sft_steps: int = 150, max_new_tokens: int = 24, seed: int = 0) -
             retok = _logprobs(model, prompt, again) if drift is not None and again else []
             completions.append(Completion(tuple(prompt), tuple(ids), tuple(lp), tuple(again), drift, tuple(kept),
                                           tuple(retok)))
-    return DriftStudy(tuple(completions), sft_steps, tokenizer.get_vocab_size(), tokenizer)
+    return DriftStudy(tuple(completions), sft_steps, tokenizer.get_vocab_size(), tokenizer, chat)
 
 
 def ratio_at_drift(c: Completion) -> float:
