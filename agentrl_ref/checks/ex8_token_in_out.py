@@ -108,7 +108,7 @@ CONVERSATION = [
     {"role": "assistant", "content": "<think>23*17 is big, call the tool</think><tool_call>mul(23, 17)</tool_call>"},
     {"role": "tool", "content": "391"},
     {"role": "assistant", "content": "<think>the tool says 391</think>23 * 17 = 391."},
-    {"role": "user", "content": "And 391 + 9?"},
+    {"role": "user", "content": "And what is 391 + 9? Please show every step, and call the calculator tool again."},
 ]
 NOT_APPEND_ONLY_AT = 5   # strip_think_ids: the second user message strips both earlier <think> blocks
 

@@ -16,6 +16,7 @@ rounding (the table prints that too).
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 
 from agentrl_ref.teaching.shared.md_table import markdown_table
@@ -139,7 +140,7 @@ def drift_table(study: DriftStudy, clip: float = 0.2) -> str:
     if at:
         rows += [
             ("重新分词：第一个不同位置的 ratio（最小 / 中位数 / 最大）",
-             f"{min(at):.3g} / {sorted(at)[len(at) // 2]:.3g} / {max(at):.3g}"),
+             f"{min(at):.3g} / {statistics.median(at):.3g} / {max(at):.3g}"),
             (f"其中落在 PPO 裁剪区间 [{1 - clip:g}, {1 + clip:g}] 之外的", f"{outside} / {len(at)}"),
         ]
     if seq:
