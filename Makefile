@@ -10,7 +10,7 @@ PORT ?= 8000
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 AS_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)  # Jupyter refuses root without it (containers, CI)
 
-.PHONY: venv deps fonts vendor book linkcheck test test-quick serve lab lab-instructor release bench bench-site bench-grading bench-serve grade grade-report grade-service doctor clean
+.PHONY: venv deps fonts vendor book linkcheck test test-quick serve lab lab-instructor release bench bench-grading bench-serve grade grade-report grade-service doctor clean
 
 venv: $(STAMP)
 
@@ -118,10 +118,6 @@ bench: venv
 	$(PY) bench/run.py
 	$(PY) bench/capstone.py
 	$(if $(BASE),$(PY) bench/versus.py --base $(BASE))
-
-# What a reader downloads for each page of the site, cold, by kind (fonts, scripts, MathJax, images): bench/page_weight.py
-bench-site: book
-	$(PY) bench/page_weight.py
 
 # A simulated class of 30 students x every assignment graded side by side: this commit and BASE (a git
 # worktree), sandboxed and not, on one machine and as Slurm shards (bench/grading.py); then the sandbox's own
