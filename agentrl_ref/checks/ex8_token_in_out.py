@@ -349,7 +349,7 @@ LENGTH_CASE_HINT = ("TODO 12：一个是另一个的真前缀时（比如 decode
                     "第一个不同的位置是较短那个的长度：别漏掉这种情况，也别返回 None。")
 LENGTH_VALUE_HINT = "TODO 13：较短的那个结束的位置就是第一个不同的位置：min(len(ids), len(again))，不一定是 len(ids)。"
 ROUND_TRIP_HINT = "TODO 10：again 是先 decode 成文本、再 encode 回来的 id：list(encode(decode(ids)))。"
-COMPARE_HINT = "TODO 11：逐位比较两串 id：ids[t] != again[t] 时 t 就是第一个不同的位置。"
+COMPARE_HINT = "TODO 11：逐位比较两串 id，不是 id 的文本：a != b（ids[t] != again[t]）时 t 就是第一个不同的位置。"
 
 
 def _drift(ids, again) -> int | None:

@@ -17,7 +17,7 @@ MUTATIONS = {
     "observation tokens trained": ({8: "[1] * len(turn_ids)"}, "test_trajectory"),
     "prefix case missed (None)": ({11: "False"}, "test_drift"),
     "prefix case at len(ids)": ({12: "len(ids)"}, "test_drift"),
-    "token texts compared, not ids": ({10: "decode([ids[t]]) != decode([again[t]])"}, "test_drift"),
+    "token texts compared, not ids": ({10: "decode([a]) != decode([b])"}, "test_drift"),
 }
 
 # The one hint every failing visible test gives for each mistake (tests/test_hints.py, tests/test_nbgrader.py).
@@ -33,5 +33,5 @@ HINTS = {
     "observation tokens trained": "observation（工具结果",
     "prefix case missed (None)": "别漏掉这种情况",
     "prefix case at len(ids)": "min(len(ids), len(again))",
-    "token texts compared, not ids": "逐位比较两串 id",
+    "token texts compared, not ids": "逐位比较两串 id，不是 id 的文本",
 }
