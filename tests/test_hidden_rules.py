@@ -267,7 +267,7 @@ AUDIT: dict[str, dict[str, Rule]] = {
     },
     "ex8_token_in_out": {
         "test_message_ids.other_conversations": Rule(
-            "结果是 render_ids(messages[:index + 1]) 接在 render_ids(messages[:index]) 后面的那部分。",
+            "结果是带上这条消息（到它为止）的渲染里，接在不带它的渲染后面的那部分。",
             ("chatml_deltas", "default_system_prompt")),
         "test_message_ids.strip_think_before_the_last_user": Rule(
             "拼起来就是整段对话的渲染；模板会看上下文，单独渲染一条消息不等于它添的 id",

@@ -251,9 +251,11 @@ def expected_trajectory(prompt, turns, separator):
 
 PROMPT_HINT = "TODO 5：prompt 是输入，不是采样出来的：它的 loss_mask 全是 0。"
 SAMPLED_HINT = "TODO 6：采样出来的 id 要训练：loss_mask 记 1，每个 id 一个。"
-LOGPROB_HINT = ("TODO 7：logprobs[t] 是采样器给 ids[t] 的 log-prob，和 id 放在同一个位置，原样接上（list(turn_logprobs)），"
+LOGPROB_HINT = ("TODO 7：logprobs[t] 是采样器给 ids[t] 的 log-prob，和 id 放在同一个位置，"
+                "原样接上（list(turn_logprobs)），"
                 "不要挪一位：错位由训练时和标签一起做（练习 3）。")
-SEP_HINT = ("TODO 8：采样器在 <|im_end|> 停下，模板却在它后面写了分隔符（这里是换行）：后面还有内容时，把 separator_ids "
+SEP_HINT = ("TODO 8：采样器在 <|im_end|> 停下，模板却在它后面写了分隔符（这里是换行）："
+            "后面还有内容时，把 separator_ids "
             "接上（不训练），否则 ids 和模板渲染的对话对不上（verl PR #6921）。")
 LAST_SEP_HINT = ("TODO 8：最后一轮后面什么也没有，序列以采样器生成的 <|im_end|> 结束：只在后面还有一轮时"
                  "（i + 1 < len(turns)）接分隔符。")
@@ -301,7 +303,8 @@ def agent_trajectory(build_trajectory):
     print(f"  长度：ids {len(ids)}、loss_mask {len(mask)}、logprobs {len(lps)}   期望都是 {len(want_ids)}")
     print(f"  训练的 token：{sum(mask)} 个   期望 {sum(want_mask)} 个")
     hint = diagnose_trajectory(build_trajectory)
-    expect(len(ids) == len(mask) == len(lps), "ids、loss_mask、logprobs 的长度是 {n_ids}、{n_mask}、{n_lps}，应当一样长",
+    expect(len(ids) == len(mask) == len(lps),
+           "ids、loss_mask、logprobs 的长度是 {n_ids}、{n_mask}、{n_lps}，应当一样长",
            hint=hint or ALIGN_HINT, n_ids=len(ids), n_mask=len(mask), n_lps=len(lps))
     expect(ids == want_ids, "ids 得到 {got}，期望 {want}", hint=hint or SEP_HINT, got=ids, want=want_ids)
     for t, (m, w) in enumerate(zip(mask, want_mask)):
@@ -397,7 +400,8 @@ def drift_cases(first_drift):
         observed.append(got)
         print(f"  ids {list(ids)} -> 往返后 {again}：得到 {got!r}   期望 {want!r}")
         expect(got == want and (got is None) == (want is None),
-               "ids {ids} 往返后是 {again}：得到 {got!r}，期望 {want!r}", hint=diagnose_drift(first_drift) or COMPARE_HINT,
+               "ids {ids} 往返后是 {again}：得到 {got!r}，期望 {want!r}",
+               hint=diagnose_drift(first_drift) or COMPARE_HINT,
                ids=list(ids), again=again, got=got, want=want)
     return observed
 

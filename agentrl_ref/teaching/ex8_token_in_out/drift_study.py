@@ -144,7 +144,8 @@ def drift_table(study: DriftStudy, clip: float = 0.2) -> str:
             (f"其中落在 PPO 裁剪区间 [{1 - clip:g}, {1 + clip:g}] 之外的", f"{outside} / {len(at)}"),
         ]
     if seq:
-        rows.append(("重新分词：整条序列的 ratio p(retok) / p(sampled)（最小 / 最大）", f"{min(seq):.3g} / {max(seq):.3g}"))
+        rows.append(("重新分词：整条序列的 ratio p(retok) / p(sampled)（最小 / 最大）",
+                     f"{min(seq):.3g} / {max(seq):.3g}"))
     return markdown_table(("量", "值"), rows)
 
 
@@ -165,5 +166,5 @@ def drift_examples(study: DriftStudy, k: int = 3) -> str:
         old = f"{c.sampler_logprobs[t]:.2f}" if t < len(c.ids) else "—"
         new = f"{c.retok_logprobs[t]:.2f}" if t < len(c.retok_logprobs) else "—"
         rows.append((str(t), sampled, again, old, new))
-    return markdown_table(("位置 t", "采样的 id（t−2 起）", "往返后的 id", "log p_采样(ids[t])", "log p_训练(retok[t])"),
-                          rows)
+    header = ("位置 t", "采样的 id（t−2 起）", "往返后的 id", "log p_采样(ids[t])", "log p_训练(retok[t])")
+    return markdown_table(header, rows)
