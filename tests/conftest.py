@@ -1,14 +1,14 @@
 """Shared fixtures: the repo paths, a built site, a served site, a headless Chromium and the session's reference
 records; the suite's lanes and where its time goes.
 
-What costs minutes runs once per session and is shared (the maintainer's note in README, "Paying for a new test"):
+What costs minutes runs once per session and is shared (book/guide_maintainers.md, "Paying for a new test"):
 - the site: `built_site` reuses _build/html when it was built from exactly these inputs (book/_ext/site_build.py,
   the stamp `make book` leaves), else builds it there once, the way `make book` does;
 - the references: every grading run of the session (in this process or a child: shards, the service, nbgrader)
   keeps the instructor notebooks' records in one folder (AGENTRL_REFERENCE_STORE, grader/grade/reference.py),
   keyed by the notebook and the package copy; no test may change a record (checked after every test);
-- a browser, a served site, one guest boot per lane (tests/guest.py), one PostgreSQL server
-  (tests/postgres_server.py).
+- a browser, a served site, one guest boot per lane (tests/guest.py), one PostgreSQL server (`postgres`,
+  tests/postgres_server.py: a database per module).
 `make test` ends with the time of each lane beside the slowest tests; `make test-quick` runs the quick lane.
 """
 from __future__ import annotations
@@ -55,22 +55,26 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 
 # Every test module's lane: `make test` prints the time of each, `make test-quick` (--lane quick) runs only the
 # quick one (unit and property tests of the package, its checks and the grader's pure parts; no kernel, no
-# browser, no server). A module not listed here runs in `make test` under "other" and is named at the end.
+# browser, no server). A module not listed here runs in `make test` under "other", is named at the end, and fails
+# tests/test_lanes.py.
 LANES = {
     "quick": ["test_blanks", "test_capstone_evidence", "test_capstone_hints", "test_chat_template", "test_checks",
               "test_checks_async", "test_cloze", "test_cluster_files", "test_composite_reward", "test_credit_plots",
-              "test_figures", "test_format_reward", "test_glossary", "test_grader_structure", "test_hidden_rules",
+              "test_figures", "test_figure_title", "test_format_reward", "test_glossary", "test_grader_structure",
+              "test_hidden_rules",
               "test_intake", "test_launch_buttons", "test_length_plots", "test_lint", "test_loss_mask",
               "test_queue_bench", "test_release", "test_rollout_buffer", "test_rollout_sim", "test_token_credit",
               "test_token_in_out",
-              "test_verifiable_reward", "test_verifier_table", "test_agent", "test_two_process"],
+              "test_verifiable_reward", "test_verifier_table", "test_agent", "test_two_process", "test_guides",
+              "test_page_length", "test_hints", "test_lanes"],
     "notebooks": ["test_notebooks_execute", "test_package", "test_frameworks", "test_rollout_playground",
                   "test_execution_cache"],
-    "grading": ["test_grade", "test_attacks", "test_nbgrader", "test_shards", "test_shared_work"],
+    "grading": ["test_grade", "test_attacks", "test_nbgrader", "test_shards", "test_shared_work", "test_kernel_retry",
+                "test_feedback_pages", "test_outfolder"],
     "sandbox levels": ["test_sandbox"],
     "cgroup v2 guest": ["test_cgroup_v2"],
-    "hub and service": ["test_serve", "test_hub", "test_lab"],
-    "browser": ["test_accessibility", "test_offline_site", "test_site", "test_cloze_browser"],
+    "hub and service": ["test_serve", "test_serve_trust", "test_hub", "test_lab"],
+    "browser": ["test_accessibility", "test_offline_site", "test_site", "test_cloze_browser", "test_site_reader"],
 }
 LANE_OF = {module: lane for lane, modules in LANES.items() for module in modules}
 OTHER = "other"
@@ -165,6 +169,19 @@ def browser():
         b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         yield b
         b.close()
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """One PostgreSQL server for the session (tests/postgres_server.py), started when a test first needs it: each
+    module that needs a gradebook or a queue makes a database of its own on it (postgres.database(name)), so no
+    module's rows count in another's. Room for every module's connections (the services' workers, Slurm's shards)."""
+    from postgres_server import postgres_server
+
+    started = time.monotonic()
+    with postgres_server(max_connections=200) as server:
+        SHARED["PostgreSQL server"] = (time.monotonic() - started, "one for the session, a database per module")
+        yield server
 
 
 @pytest.fixture(scope="session", autouse=True)

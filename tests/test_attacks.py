@@ -532,7 +532,8 @@ def _survivors() -> list[str]:
                 cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
             except OSError:
                 continue
-            if MARK in cmdline or cmdline.startswith(("sleep 1000", "sleep 1001")):
+            # ours: the marker, or a `sleep 1000`/`sleep 1001` that lost it to exec (not another program's sleep)
+            if MARK in cmdline or cmdline.split() in (["sleep", "1000"], ["sleep", "1001"]):
                 found.append(f"{proc.name}: {cmdline}")
     return found
 
@@ -697,20 +698,18 @@ def test_unsafe_mode_says_so_and_still_judges_outside(tmp_path):
     assert float(rows["reference"]["score"]) == float(rows["reference"]["max_score"]) > float(rows["wrong"]["score"])
 
 
-def test_postgres_gradebook_has_a_random_password_never_on_a_command_line():
-    from postgres_server import local_postgres
+def test_postgres_gradebook_has_a_random_password_never_on_a_command_line(postgres):
+    db_url = postgres.database("attacks")   # the session's server, as every module gets its gradebook
+    password = db_url.split(":")[2].split("@")[0]
+    assert len(password) >= 20
+    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert password not in out
+    from sqlalchemy import create_engine
+    from sqlalchemy.exc import OperationalError
 
-    with local_postgres() as db_url:
-        password = db_url.split(":")[2].split("@")[0]
-        assert len(password) >= 20
-        out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-        assert password not in out
-        from sqlalchemy import create_engine
-        from sqlalchemy.exc import OperationalError
-
-        create_engine(db_url).connect().close()
-        with pytest.raises(OperationalError):
-            create_engine(db_url.replace(password, "wrong-password")).connect()
+    create_engine(db_url).connect().close()
+    with pytest.raises(OperationalError):
+        create_engine(db_url.replace(password, "wrong-password")).connect()
 
 
 ANSWER_MODULE = {"ex1_format_reward": "format_reward.py", "ex2_verifiable_reward": "verifiable_reward.py",

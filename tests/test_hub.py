@@ -5,7 +5,8 @@ the hub's managed service, sandboxed at the level `doctor` reports here.
 
 The answers are written into each student's fetched notebook on disk (what saving it in the lab does);
 every exchange step is a click in the lab. The hub, its proxy, the labs and the service are real processes
-(tests/jupyterhub_server.py); the gradebook and the queue a real PostgreSQL.
+(tests/jupyterhub_server.py); the gradebook and the queue a real PostgreSQL (a database of
+its own on the session's server).
 """
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ from course import filled, mutated_fills, mutations, reference_fills
 from exchange import EX1, Exchange
 from jupyterhub_server import PASSWORD, jupyterhub
 from grader.sandbox import choose
-from postgres_server import local_postgres
 
 RIGHT = filled(EX1, reference_fills(EX1))
 WRONG = filled(EX1, mutated_fills(EX1, next(iter(mutations(EX1).values()))[0]))
@@ -69,30 +69,30 @@ def _feedback_score(page) -> tuple[float, float]:
     return float(found.group(1)), float(found.group(2))
 
 
-def test_two_students_get_their_own_feedback_without_the_instructor(browser, tmp_path, artifacts):
-    with local_postgres() as db_url:
-        # formgrader wants the course folder inside the instructor's lab folder (their home here)
-        ex = Exchange.create(tmp_path, db_url, course=tmp_path / "homes" / "teacher" / "course")
-        db_url_file = tmp_path / "db-url"
-        db_url_file.write_text(db_url, encoding="utf-8")
-        os.chmod(db_url_file, 0o600)
-        with jupyterhub(tmp_path, ex, ["alice", "bob"], "teacher", db_url_file) as base:
-            pages = {}
-            for student, notebook in (("alice", RIGHT), ("bob", WRONG)):
-                pages[student] = page = _login(browser, base, student)
-                _open_assignment_list(page)
-                _fetch_fill_submit(page, ex, student, notebook)
-            scores = {student: _feedback_score(page) for student, page in pages.items()}
-            pages["alice"].screenshot(path=str(artifacts / "hub-feedback-alice.png"))
-            teacher = _login(browser, base, "teacher")
-            teacher.wait_for_selector(".jp-Launcher", timeout=150_000)
-            teacher.goto(f"{base}/user/teacher/formgrader/gradebook/{EX1}/{EX1}")
-            teacher.click("button:has-text('Show All Names')", timeout=60_000)   # formgrader hides them at first
-            teacher.wait_for_selector("tbody tr:has-text('alice')", timeout=30_000)
-            teacher.wait_for_timeout(500)
-            gradebook = teacher.locator("tbody tr").all_text_contents()
-            teacher.screenshot(path=str(artifacts / "hub-formgrader.png"))   # names shown
-        log = (tmp_path / "hub" / "hub.log").read_text(encoding="utf-8")
+def test_two_students_get_their_own_feedback_without_the_instructor(browser, postgres, tmp_path, artifacts):
+    db_url = postgres.database("hub")
+    # formgrader wants the course folder inside the instructor's lab folder (their home here)
+    ex = Exchange.create(tmp_path, db_url, course=tmp_path / "homes" / "teacher" / "course")
+    db_url_file = tmp_path / "db-url"
+    db_url_file.write_text(db_url, encoding="utf-8")
+    os.chmod(db_url_file, 0o600)
+    with jupyterhub(tmp_path, ex, ["alice", "bob"], "teacher", db_url_file) as base:
+        pages = {}
+        for student, notebook in (("alice", RIGHT), ("bob", WRONG)):
+            pages[student] = page = _login(browser, base, student)
+            _open_assignment_list(page)
+            _fetch_fill_submit(page, ex, student, notebook)
+        scores = {student: _feedback_score(page) for student, page in pages.items()}
+        pages["alice"].screenshot(path=str(artifacts / "hub-feedback-alice.png"))
+        teacher = _login(browser, base, "teacher")
+        teacher.wait_for_selector(".jp-Launcher", timeout=150_000)
+        teacher.goto(f"{base}/user/teacher/formgrader/gradebook/{EX1}/{EX1}")
+        teacher.click("button:has-text('Show All Names')", timeout=60_000)   # formgrader hides them at first
+        teacher.wait_for_selector("tbody tr:has-text('alice')", timeout=30_000)
+        teacher.wait_for_timeout(500)
+        gradebook = teacher.locator("tbody tr").all_text_contents()
+        teacher.screenshot(path=str(artifacts / "hub-formgrader.png"))   # names shown
+    log = (tmp_path / "hub" / "hub.log").read_text(encoding="utf-8")
     full = scores["alice"][1]
     assert scores["alice"] == (full, full) and 0 < scores["bob"][0] < full, scores
     for student, (score, _) in scores.items():   # the instructor's formgrader: each student's row, same score

@@ -1,8 +1,8 @@
 """Graded on arrival (grader/serve/): nbgrader's exchange on a local folder, real `nbgrader submit` and
 `fetch_feedback`, the service as real processes on one real PostgreSQL queue, exercise 1 only.
 
-One PostgreSQL server and one course for the module; each test has students of its own, so the rows of
-one test never count in another's.
+One database on the session's PostgreSQL server and one course for the module; each test has students of its
+own, so the rows of one test never count in another's.
 """
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from course import filled, mutated_fills, mutations, reference_fills
 from exchange import EX1, Exchange, kill
 from grader.course import COURSE_ID
 from grader.serve.queue import Job, Queue
-from postgres_server import local_postgres
 
 RIGHT = filled(EX1, reference_fills(EX1))
 WRONG_NAME, (WRONG_CHANGES, WRONG_CELL) = next(iter(mutations(EX1).items()))
@@ -41,9 +40,8 @@ SCORE = re.compile(r"（得分：([0-9.]+) / ([0-9.]+)）")   # the feedback pag
 
 
 @pytest.fixture(scope="module")
-def db_url():
-    with local_postgres() as url:
-        yield url
+def db_url(postgres):
+    return postgres.database("serve")
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,30 @@
+"""The suite's lanes (tests/conftest.py LANES): every test module is in exactly one, so `make test` prints where each
+second goes and `make test-quick` knows what it leaves out; `make test` runs every lane, `make test-quick` the
+quick one."""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+from conftest import LANES, OTHER, lane_of
+
+TESTS = Path(__file__).resolve().parent
+MODULES = sorted(p.stem for p in TESTS.glob("test_*.py"))
+
+
+def test_every_test_module_is_in_exactly_one_lane():
+    listed = Counter(module for modules in LANES.values() for module in modules)
+    assert [m for m in MODULES if m not in listed] == [], "add these modules to LANES in tests/conftest.py"
+    assert [m for m, n in listed.items() if n > 1] == [], "a module in two lanes is counted twice"
+    assert sorted(set(listed) - set(MODULES)) == [], "LANES names modules that do not exist"
+    assert OTHER not in LANES
+    assert {lane_of(f"tests/{m}.py::test_x") for m in MODULES} == set(LANES)   # no lane is empty, none is "other"
+
+
+def test_make_test_runs_every_lane_and_test_quick_the_quick_one():
+    makefile = (TESTS.parent / "Makefile").read_text(encoding="utf-8")
+    recipes = dict(re.findall(r"^(test|test-quick):.*\n\t(.*)", makefile, re.M))
+    assert "-m pytest tests " in recipes["test"] and "--lane" not in recipes["test"], recipes["test"]
+    assert "--durations" in recipes["test"]              # the slowest tests, beside the lane table (conftest)
+    assert "-m pytest tests " in recipes["test-quick"] and re.search(r"--lane quick\b", recipes["test-quick"])
