@@ -3,7 +3,8 @@ alt text is the figure's own title, not the image's file path.
 
 The title travels inside the PNG (agentrl_ref/teaching/shared/figure_title.py writes it as the PNG's "Title"
 text when the kernel shows a figure). After a page is read, each image output of its cells becomes a figure:
-the image with alt "图 N：<title>" and the caption "图 N：<title>", N counting the page's figures from 1. An image
+the image with alt "图 N：<title>" and the caption "<title>", which Sphinx numbers (numfig: "图 N <title>"), N
+counting the page's figures from 1. An image
 with no title is numbered all the same ("图 N"); the build says which, so a figure without a title is fixed at
 its source.
 """
@@ -44,8 +45,8 @@ def caption_figures(app, doctree) -> None:
         figure["ids"] = [f"fig-{n}"]
         image.replace_self(figure)
         figure += image
-        figure += nodes.caption(label, "", nodes.strong(LABEL.format(n=n), LABEL.format(n=n)),
-                                nodes.Text(f"：{title}" if title else ""))
+        caption = title or "（这张图没有标题）"
+        figure += nodes.caption(caption, caption)  # Sphinx's numfig puts "图 N" before it
 
 
 def _parents(node):
