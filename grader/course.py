@@ -99,11 +99,7 @@ def generate_assignments(course: Path, names: list[str], db_url: str) -> None:
     os.environ["PATH"] = nbgrader_env()["PATH"]   # nbgrader runs `alembic` from PATH: the venv's
     scratch = Path(tempfile.mkdtemp(prefix=".release-", dir=course))
     try:
-        shutil.copy2(course / "nbgrader_config.py", scratch / "nbgrader_config.py")
-        for name in names:
-            shutil.copytree(course / "source" / name, scratch / "source" / name,
-                            ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
-        config = nbgrader_config(scratch, db_url)
+        config = nbgrader_config(copy_course(scratch, course), db_url)
         for name in names:
             run_converter(GenerateAssignment, scratch, config, name, student=".", force=True)
             made = scratch / "release" / name

@@ -141,8 +141,10 @@ def grade_job(place: Place, job: Job, still_mine, log=lambda line: None) -> tupl
         if recorded:
             _page(place, job, handin.secret, graded, (score, max_score), still_mine)
             return sub.status, score, max_score
-        reason = "; ".join(sub.notes[:1]) if sub.status == "invalid" else "评分时出错：老师会看到原因"
-        if sub.status != "invalid":
+        if sub.status == "invalid":
+            reason = "; ".join(sub.notes[:1])
+        else:
+            reason = "评分时出错：老师会看到原因"
             log(f"{job.folder!r}: {sub.status}: {'; '.join(sub.notes)[:500]}")
         _tell(place, job, handin.secret, reason, still_mine)
         return sub.status, None, None
