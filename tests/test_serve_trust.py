@@ -303,7 +303,6 @@ class TestAttacksNextToHonestStudents:
             try mkdir "$X/agentrl-cloze-x"
             """, X=hub.ex.root)
         assert did == [f"did: mkdir {hub.ex.root}/agentrl-cloze-x"]      # a folder of her own: no course's
-        print("TT", 'hub.ex.submit(honest, RIGHT)', __import__("time").monotonic(), flush=True)
         hub.ex.submit(honest, RIGHT)
         assert hub.graded(honest)["score"] == alone[RIGHT]
         assert page_score(hub.page(honest))[0] == alone[RIGHT]
@@ -354,7 +353,6 @@ class TestAttacksNextToHonestStudents:
         mal, flood, honest = hub["mal"], hub["flood"], hub["hon6"]
         fds_before = len(os.listdir(f"/proc/{proc.pid}/fd"))
         ts = "2026-06-01 00:00:00.000000 UTC"
-        print("TT", 'junk = hub.base / "junk.tar"', __import__("time").monotonic(), flush=True)
         junk = hub.base / "junk.tar"
         forged = f"[grader serve x] graded '{honest}+ex1_format_reward' ok 8.0/8.0"
         with tarfile.open(junk, "w", format=tarfile.GNU_FORMAT, encoding="utf-8", errors="surrogateescape") as tar:
@@ -376,7 +374,6 @@ class TestAttacksNextToHonestStudents:
             for i in range(600):
                 folder(f"madeup{i:04d}+ex1_format_reward+{ts}+madeup{i:06d}", secret)
         os.chmod(junk, 0o644)
-        print("TT", 'flood_tar = hub.base / "flood.', __import__("time").monotonic(), flush=True)
         flood_tar = hub.base / "flood.tar"
         with tarfile.open(flood_tar, "w", format=tarfile.GNU_FORMAT) as tar:
             for i in range(120_000):
@@ -388,17 +385,13 @@ class TestAttacksNextToHonestStudents:
                         item = tarfile.TarInfo(f"{info.name}/{file_name.decode()}")
                         item.size = len(data)
                         tar.addfile(item, io.BytesIO(data))
-        print("TT", 'os.chmod(flood_tar, 0o644)', __import__("time").monotonic(), flush=True)
         os.chmod(flood_tar, 0o644)
         shell(mal, 'cd "$I" && tar -xf "$T"', T=junk, I=hub.inbound)
-        print("TT", 'shell(flood, \'cd "$I" && tar -', __import__("time").monotonic(), flush=True)
         shell(flood, 'cd "$I" && tar -xf "$T"', T=flood_tar, I=hub.inbound)
         hub.ex.submit(honest, RIGHT)
-        print("TT", 'row = hub.graded(honest)', __import__("time").monotonic(), flush=True)
         row = hub.graded(honest)
         assert (row["score"], row["attempts"], row["graded"]) == (alone[RIGHT], 1, 1)
         assert page_score(hub.page(honest))[0] == alone[RIGHT]
-        print("TT", 'floods = hub.rows(flood)', __import__("time").monotonic(), flush=True)
         floods = hub.rows(flood)
         assert sum(r["state"] == "pending" for r in floods) <= 1       # one pending per student and assignment
         later = [r for r in floods if r["enqueued_at"] > row["claimed_at"]]
@@ -406,7 +399,6 @@ class TestAttacksNextToHonestStudents:
         claimed_between = [r for r in hub.ex.rows() if r["claimed_at"] and row["enqueued_at"] < r["claimed_at"]
                            < row["claimed_at"]]
         assert len(claimed_between) <= 2 * 2, claimed_between   # others claimed meanwhile: a turn each per worker
-        print("TT", 'batches = {}', __import__("time").monotonic(), flush=True)
         batches = {}
         for r in floods:
             batches[r["enqueued_at"]] = batches.get(r["enqueued_at"], 0) + 1
@@ -414,7 +406,6 @@ class TestAttacksNextToHonestStudents:
         assert hub.rows(*[f"madeup{i:04d}" for i in range(600)]) == [] and hub.rows(mal) == []
         fds_after = len(os.listdir(f"/proc/{proc.pid}/fd"))
         assert fds_after <= fds_before + 8, (fds_before, fds_after)
-        print("TT", 'said = log.read_text(errors="r', __import__("time").monotonic(), flush=True)
         said = log.read_text(errors="replace")
         lines = said.split("\n")
         assert not any(line.startswith("[grader serve x]") for line in lines)
@@ -425,11 +416,9 @@ class TestAttacksNextToHonestStudents:
         last = re.search(r"(\d+) folders listed, (\d+) parsed", status[-1])
         assert int(last.group(2)) <= int(last.group(1)) + 50      # each name parsed once, not once a pass
         assert re.search(r"threads 4/4 alive, 0 restarts", status[-1]), status[-1]
-        print("TT", 'for name in os.listdir(hub.inb', __import__("time").monotonic(), flush=True)
         for name in os.listdir(hub.inbound):                       # the class goes on without the junk
             if name.startswith((mal, flood, "madeup")):
                 shutil.rmtree(hub.inbound / name)
-        print("TT end", __import__("time").monotonic(), flush=True)
 
 
 # ------------------------------------------------------------------ the shared-account (jovyan) convention
