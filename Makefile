@@ -10,7 +10,7 @@ PORT ?= 8000
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 AS_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)  # Jupyter refuses root without it (containers, CI)
 
-.PHONY: venv deps fonts vendor book linkcheck test test-quick serve lab lab-instructor release bench bench-grading bench-serve grade grade-report grade-service doctor clean
+.PHONY: venv deps fonts vendor book linkcheck test test-quick serve lab lab-instructor release bench bench-site bench-grading bench-serve grade grade-report grade-service doctor clean
 
 venv: $(STAMP)
 
@@ -119,6 +119,10 @@ bench: venv
 	$(PY) bench/capstone.py
 	$(if $(BASE),$(PY) bench/versus.py --base $(BASE))
 
+# What a reader downloads for each page of the site, cold, by kind (fonts, scripts, MathJax, images): bench/page_weight.py
+bench-site: book
+	$(PY) bench/page_weight.py
+
 # A simulated class of 30 students x every assignment graded side by side: this commit and BASE (a git
 # worktree), sandboxed and not, on one machine and as Slurm shards (bench/grading.py); then the sandbox's own
 # cost at each isolation level, here and on a real cgroup v2 kernel in a guest (bench/levels.py).
@@ -133,7 +137,7 @@ bench-grading: deps venv
 bench-serve: deps venv
 	PYTHONPATH=tests $(PY) bench/serve_latency.py
 
-# Instructors: autograde a folder of returned notebooks (see README). OUT, DB_URL, JOBS, SHARD, ISOLATION, FEEDBACK, NEW
+# Instructors: autograde a folder of returned notebooks (see book/guide_instructors.md). OUT, DB_URL, JOBS, SHARD, ISOLATION, FEEDBACK, NEW
 # optional. OUT is never wiped: graded again into it, only new or changed hand-ins are graded (NEW=yes: a new dated folder).
 # DB_URL reaches the grader in the environment (AGENTRL_DB_URL), never on a command line: it holds a password.
 OUT ?= grading-output
@@ -144,9 +148,9 @@ grade: venv
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=<folder> [OUT=grading-output] [DB_URL=postgresql://…] [JOBS=2] [SHARD=K/N] [ISOLATION=auto|cgroup|job|none] [FEEDBACK=no] [NEW=yes]" >&2; exit 2; }
 	$(PY) -m grader grade "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(SHARD),--shard $(SHARD)) $(if $(ISOLATION),--isolation $(ISOLATION)) $(if $(filter no,$(FEEDBACK)),--no-feedback) $(if $(filter yes,$(NEW)),--new)
 
-# Instructors: grade each submission as it arrives in nbgrader's exchange (grader/serve/, README). The queue is in
+# Instructors: grade each submission as it arrives in nbgrader's exchange (grader/serve/, book/guide_hub.md). The queue is in
 # the gradebook: DB_URL=postgresql://… (several workers, several machines). JOBS, SHOW, DEADLINE, MIN_INTERVAL optional;
-# IDENTITY (default accounts: one OS account per student), INBOUND_PER_USER, INSTRUCTOR: see README's hub section.
+# IDENTITY (default accounts: one OS account per student), INBOUND_PER_USER, INSTRUCTOR: see book/guide_hub.md.
 grade-service: venv
 	@test -n "$(EXCHANGE)" || { echo "usage: make grade-service EXCHANGE=<nbgrader Exchange.root> [COURSE=hub-course] [DB_URL=postgresql://…] [JOBS=1] [SHOW=all|total|visible] [DEADLINE='2027-01-15 23:59:00 UTC'] [MIN_INTERVAL=seconds] [IDENTITY=accounts|per-user|names] [INBOUND_PER_USER=DIR] [INSTRUCTOR=account]" >&2; exit 2; }
 	$(PY) -m grader serve --exchange "$(EXCHANGE)" --course "$(COURSE)" $(if $(JOBS),--jobs $(JOBS)) $(if $(SHOW),--show $(SHOW)) $(if $(DEADLINE),--deadline "$(DEADLINE)") $(if $(MIN_INTERVAL),--min-interval $(MIN_INTERVAL)) $(if $(IDENTITY),--identity $(IDENTITY)) $(if $(INBOUND_PER_USER),--inbound-per-user "$(INBOUND_PER_USER)") $(if $(INSTRUCTOR),--instructor $(INSTRUCTOR))

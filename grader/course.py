@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -87,10 +88,31 @@ def run_converter(kind, course: Path, config, assignment: str, student: str = "*
 
 
 def generate_assignments(course: Path, names: list[str], db_url: str) -> None:
-    """nbgrader generate_assignment: course/release/<a>/<a>.ipynb and the assignment's rows in the gradebook."""
+    """nbgrader generate_assignment: course/release/<a>/<a>.ipynb and the assignment's rows in the gradebook.
+
+    nbgrader's `force` deletes the release folder before it writes it again; a grading service that starts
+    beside another (two workers of one course) would pull it from under the other's grading. So nbgrader
+    writes into a scratch course next to this one, and each released file then replaces its old copy with
+    os.replace: a reader sees the old file or the new one, never none."""
     from nbgrader.converters import GenerateAssignment
 
     os.environ["PATH"] = nbgrader_env()["PATH"]   # nbgrader runs `alembic` from PATH: the venv's
-    config = nbgrader_config(course, db_url)
-    for name in names:
-        run_converter(GenerateAssignment, course, config, name, student=".", force=True)
+    scratch = Path(tempfile.mkdtemp(prefix=".release-", dir=course))
+    try:
+        shutil.copy2(course / "nbgrader_config.py", scratch / "nbgrader_config.py")
+        for name in names:
+            shutil.copytree(course / "source" / name, scratch / "source" / name,
+                            ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+        config = nbgrader_config(scratch, db_url)
+        for name in names:
+            run_converter(GenerateAssignment, scratch, config, name, student=".", force=True)
+            made = scratch / "release" / name
+            for path in sorted(made.rglob("*")):
+                target = course / "release" / name / path.relative_to(made)
+                if path.is_dir():
+                    target.mkdir(parents=True, exist_ok=True)
+                else:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    os.replace(path, target)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -1,7 +1,7 @@
 """Shared fixtures: the repo paths, a built site, a served site, a headless Chromium and the session's reference
 records; the suite's lanes and where its time goes.
 
-What costs minutes runs once per session and is shared (the maintainer's note in README, "Paying for a new test"):
+What costs minutes runs once per session and is shared (book/guide_maintainers.md, "Paying for a new test"):
 - the site: `built_site` reuses _build/html when it was built from exactly these inputs (book/_ext/site_build.py,
   the stamp `make book` leaves), else builds it there once, the way `make book` does;
 - the references: every grading run of the session (in this process or a child: shards, the service, nbgrader)
@@ -60,19 +60,20 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 LANES = {
     "quick": ["test_blanks", "test_capstone_evidence", "test_capstone_hints", "test_chat_template", "test_checks",
               "test_checks_async", "test_cloze", "test_cluster_files", "test_composite_reward", "test_credit_plots",
-              "test_figures", "test_format_reward", "test_glossary", "test_grader_structure", "test_hidden_rules",
+              "test_figures", "test_figure_title", "test_format_reward", "test_glossary", "test_grader_structure",
+              "test_hidden_rules",
               "test_intake", "test_launch_buttons", "test_length_plots", "test_lint", "test_loss_mask",
               "test_queue_bench", "test_release", "test_rollout_buffer", "test_rollout_sim", "test_token_credit",
-              "test_verifiable_reward", "test_verifier_table", "test_agent", "test_two_process", "test_hints",
-              "test_lanes"],
+              "test_verifiable_reward", "test_verifier_table", "test_agent", "test_two_process", "test_guides",
+              "test_page_length", "test_hints", "test_lanes"],
     "notebooks": ["test_notebooks_execute", "test_package", "test_frameworks", "test_rollout_playground",
                   "test_execution_cache"],
-    "grading": ["test_grade", "test_attacks", "test_nbgrader", "test_shards", "test_shared_work", "test_feedback_pages",
-                "test_outfolder"],
+    "grading": ["test_grade", "test_attacks", "test_nbgrader", "test_shards", "test_shared_work", "test_kernel_retry",
+                "test_feedback_pages", "test_outfolder"],
     "sandbox levels": ["test_sandbox"],
     "cgroup v2 guest": ["test_cgroup_v2"],
     "hub and service": ["test_serve", "test_serve_trust", "test_hub", "test_lab"],
-    "browser": ["test_accessibility", "test_offline_site", "test_site", "test_cloze_browser"],
+    "browser": ["test_accessibility", "test_offline_site", "test_site", "test_cloze_browser", "test_site_reader"],
 }
 LANE_OF = {module: lane for lane, modules in LANES.items() for module in modules}
 OTHER = "other"

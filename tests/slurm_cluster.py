@@ -2,6 +2,7 @@
 packages, started in a private folder in about a second, stopped and removed afterwards.
 
     with local_slurm(cpus=2) as env:          # env: the environment sbatch/squeue need (SLURM_CONF)
+    with local_slurm(cpus=3, cores=[0, 1]):   # 3 one-CPU tasks at once on the machine's cores 0 and 1
         subprocess.run(["sbatch", ...], env=env)
         wait_for_jobs(env)
 
@@ -49,7 +50,10 @@ def _wait(check, what: str, seconds: float = 30.0) -> None:
 
 
 @contextlib.contextmanager
-def local_slurm(cpus: int = 2):
+def local_slurm(cpus: int = 2, cores: list[int] | None = None):
+    """A cluster of one node that Slurm believes has `cpus` CPUs; with `cores`, slurmd (and so every job, with
+    task/none) runs on those cores of the machine only: more CPUs than cores makes tasks share cores, as
+    shards on a loaded or oversubscribed node do."""
     base = Path(tempfile.mkdtemp(prefix="agentrl-slurm-"))
     base.chmod(0o755)   # munged wants its socket's folder open to every user (jobs run as the submitter)
     host = socket.gethostname()
@@ -84,6 +88,7 @@ SelectTypeParameters=CR_Core
 SchedulerParameters=batch_sched_delay=0
 MailProg=/bin/true
 ReturnToService=2
+SlurmdParameters=config_overrides
 NodeName={host} CPUs={cpus} RealMemory={memory} State=UNKNOWN
 PartitionName=grading Nodes={host} Default=YES MaxTime=INFINITE State=UP
 """)
@@ -96,7 +101,8 @@ PartitionName=grading Nodes={host} Default=YES MaxTime=INFINITE State=UP
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         _wait(sock.exists, "munged")
         for daemon in DAEMONS[1:]:
-            procs.append(subprocess.Popen([daemon, "-D", "-f", str(conf)], env=env,
+            pin = ["taskset", "-c", ",".join(map(str, cores))] if cores and daemon.endswith("slurmd") else []
+            procs.append(subprocess.Popen([*pin, daemon, "-D", "-f", str(conf)], env=env,
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
 
         def idle() -> bool:

@@ -532,7 +532,8 @@ def _survivors() -> list[str]:
                 cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
             except OSError:
                 continue
-            if MARK in cmdline or cmdline.startswith(("sleep 1000", "sleep 1001")):
+            # ours: the marker, or a `sleep 1000`/`sleep 1001` that lost it to exec (not another program's sleep)
+            if MARK in cmdline or cmdline.split() in (["sleep", "1000"], ["sleep", "1001"]):
                 found.append(f"{proc.name}: {cmdline}")
     return found
 

@@ -33,12 +33,8 @@ def capstone_page(built_site):
     """The capstone page as the book build executed it: its outputs from the build's execution cache (the folder of
     this checkout's fingerprint, book/_ext/execution_cache.py), matched to the page's code by jupyter-cache as myst-nb
     matches it. (The copy myst-nb writes to jupyter_execute/ can lack the outputs of a page it executed.)"""
-    import sys
-
+    import execution_cache  # book/_ext (tests/conftest.py puts it on the path)
     from jupyter_cache import get_cache
-
-    sys.path.insert(0, str(ROOT / "book" / "_ext"))
-    import execution_cache
 
     key = execution_cache.fingerprint(ROOT, execution_cache.DEFAULT_SOURCES)[:16]
     cache = get_cache(str(built_site.parent / ".jupyter_cache" / key))

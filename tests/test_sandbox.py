@@ -490,6 +490,68 @@ def test_no_survivors_after_exit(each, workdir):
     session_traces_gone(s)
 
 
+@pytest.mark.skipif("job" not in LEVELS_HERE, reason="no `job` level here")
+def test_a_job_level_group_never_names_the_next_sandbox_that_gets_its_namespace_number():
+    """The `job` level knows a sandbox's processes by their PID namespace. Linux gives a dead namespace's inode
+    number to the next one made (another shard's sandbox on the same machine): compared by number alone, an
+    ended session's clean-up then killed that shard's starting kernel (RuntimeError, an honest notebook 0)."""
+    import subprocess
+
+    from grader.sandbox.job import JobControl, _descendants
+
+    bwrap = [sbx.host.BWRAP, "--unshare-pid", "--die-with-parent", "--dev-bind", "/", "/", "--proc", "/proc", "--"]
+    for _ in range(2):
+        group = JobControl().group("ended", sbx.SandboxLimits(), [0])
+        group.create()
+        ended = subprocess.Popen(["/bin/sh", "-c", 'exec "$@"', "launcher", *bwrap, "sleep", unique_sleep_arg()])
+        group.launcher_pid = ended.pid
+        deadline = time.monotonic() + 30
+        while len(group.pids()) < 2 and time.monotonic() < deadline:   # the launcher and its namespace's PID 1
+            time.sleep(0.02)
+        assert len(group.pids()) >= 2
+        group.kill()
+        ended.wait()
+        time.sleep(0.2)                                  # the dead namespace's number is free again
+        others = [subprocess.Popen([*bwrap, "sleep", unique_sleep_arg()]) for _ in range(8)]
+        try:
+            theirs: set[int] = set()
+            while len(theirs) < 3 * len(others) and time.monotonic() < deadline:   # each: bwrap, PID 1, sleep
+                theirs = set().union(*(_descendants(o.pid) for o in others))
+                time.sleep(0.02)
+            assert not group.pids() & theirs
+            group.remove()
+            assert all(o.poll() is None for o in others)     # remove() killed nothing of theirs
+        finally:
+            for o in others:
+                o.kill()
+                o.wait()
+
+
+@pytest.mark.skipif("job" not in LEVELS_HERE or len(os.sched_getaffinity(0)) < 2, reason="no `job` level or one core")
+def test_job_level_sandboxes_of_two_graders_are_pinned_to_different_cores(package_root, tmp_path):
+    """Two graders (shards) at the `job` level on one machine: the second kernel goes to a core the first
+    does not use (each grader counts the machine's running sandbox kernels, not only its own)."""
+    from grader.sandbox.job import sandbox_cpu_users
+
+    sandbox = sbx.Sandbox(package_root, isolation="job")
+    cores = sorted(os.sched_getaffinity(0))
+    (tmp_path / "a").mkdir()
+    with sandbox.session(tmp_path / "a") as first:
+        nb = notebook("import os\nprint(sorted(os.sched_getaffinity(0)))")
+        assert execute(first, nb) is None
+        pinned = eval(stream(nb.cells[0]))
+        assert len(pinned) == 1
+        users = sandbox_cpu_users(cores)
+        assert users[pinned[0]] == 1 and sum(users.values()) == 1
+        assert levels.control_for("job").cpu_users() == users
+        (tmp_path / "b").mkdir()
+        with sandbox.session(tmp_path / "b") as second:
+            nb2 = notebook("import os\nprint(sorted(os.sched_getaffinity(0)))")
+            assert execute(second, nb2) is None
+            assert eval(stream(nb2.cells[0])) != pinned
+    assert sum(sandbox_cpu_users(cores).values()) == 0
+
+
 def test_kernel_ignoring_sigint_is_stopped(each, workdir):
     nb = notebook("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass",
                   "print('never')")

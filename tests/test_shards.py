@@ -1,11 +1,13 @@
 """One class graded on one machine and as three shards on a real Slurm cluster into one PostgreSQL gradebook.
 
-A class of 12 students (reference answers, untouched notebooks, realistic mistakes, one student who handed
+A class of 8 students (reference answers, untouched notebooks, every realistic mistake, one student who handed
 in nothing and one broken file) is graded twice: by `make grade`'s pipeline on this machine (SQLite,
 two notebooks at a time), and by `grader/cluster/slurm/submit.sh 3`: a job array of three shards on a
-single-node Slurm 22 cluster from Debian's packages (two shards at a time, each recording into one PostgreSQL
-gradebook: a database of its own on the session's server) plus the report job that runs after them. Nothing is
-simulated.
+single-node Slurm 22 cluster from Debian's packages, at the `job` level, all three at once on fewer cores than
+shards (slurmd pinned to them: the shards' sandboxes start and end side by side, as on a loaded node), each
+recording into one PostgreSQL gradebook (a database of its own on the session's server), plus the report job
+that runs after them. Nothing is simulated. The two grades.csv must be the same bytes: a grade never depends on
+how the class was split.
 """
 from __future__ import annotations
 
@@ -27,7 +29,9 @@ from grader.grade.pipeline import grade, report
 from slurm_cluster import available, job_states, local_slurm, submit_shards, wait_for_jobs
 
 A = "ex1_format_reward"
-STUDENTS = 12
+STUDENTS = 8            # every answer kind of exercise 1 (7) and one more
+SHARDS = 3
+CORES = sorted(os.sched_getaffinity(0))[:SHARDS - 1]   # fewer cores than shards
 pytestmark = pytest.mark.skipif(available() is not None, reason=f"no local Slurm: {available()}")
 
 
@@ -41,8 +45,8 @@ def graded(tmp_path_factory, postgres):
     with contextlib.redirect_stdout(io.StringIO()):
         grade(tmp / "class", tmp / "single", jobs=2)
     db_url = postgres.database("shards")
-    with local_slurm(cpus=2) as slurm:
-        array, merge = submit_shards(slurm, 3, tmp / "class", tmp / "sharded", db_url, tmp)
+    with local_slurm(cpus=SHARDS, cores=CORES) as slurm:
+        array, merge = submit_shards(slurm, SHARDS, tmp / "class", tmp / "sharded", db_url, tmp)
         wait_for_jobs(slurm)
         states = {"shards": job_states(slurm, array), "report": job_states(slurm, merge)}
     return dict(tmp=tmp, db_url=db_url, states=states, logs=sorted(tmp.glob("agentrl-grade-*.log")))
@@ -54,9 +58,14 @@ def _read(path):
 
 def test_slurm_shards_and_their_report_match_one_machine_byte_for_byte(graded):
     tmp = graded["tmp"]
-    assert graded["states"] == {"shards": ["COMPLETED"] * 3, "report": ["COMPLETED"]}, graded["states"]
+    assert graded["states"] == {"shards": ["COMPLETED"] * SHARDS, "report": ["COMPLETED"]}, graded["states"]
     for name in ("grades.csv", "cells.csv"):
         assert _read(tmp / "single" / name) == _read(tmp / "sharded" / name), name
+    levels = {json.loads(p.read_text(encoding="utf-8"))["level"]
+              for p in (tmp / "sharded" / "shards").glob("*/manifest.json")}
+    assert levels == {"job"}
+    # and not by luck of a retry: no shard's kernel was lost (execute.py says so on stderr when it runs one again)
+    assert not any("评分环境出错" in log.read_text(encoding="utf-8") for log in graded["logs"])
     rows = (tmp / "sharded" / "grades.csv").read_text(encoding="utf-8").splitlines()
     assert len(rows) == 1 + STUDENTS + 2
     students = {line.split(",")[0] for line in rows[1:]}

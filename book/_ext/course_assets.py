@@ -18,6 +18,13 @@ It also makes the site work from its own folder with no network and wires the co
   and all student notebooks in one zip (dist/agentrl-notebooks.zip); other notebook pages
   (book/frameworks.md) have no launch buttons; a button that needs an address _config.yml does not
   set yet is left out, and the notebook links download (launch.py);
+- one chapter-list and one page-contents button per page, named in Chinese, that open and close the
+  sidebars at every width (navigation.py);
+- search that finds Chinese words: jieba cuts the pages, and the browser cuts a query into the index's own
+  words (search_zh.py);
+- every figure of a page's outputs numbered and captioned, its alt text the figure's own title (figures.py);
+- the permalinks' tooltips and the themes' landmark names in Chinese (chinese_labels.py), the copyright line
+  too (templates/copyright.html);
 - the header buttons' tooltips in the site's own Simplified Chinese (the theme's zh_CN catalogue
   mixes in Traditional usage: "列印成 PDF");
 - dist/agentrl_ref-<version>-py3-none-any.whl: the course package, which the setup cell of every
@@ -45,10 +52,14 @@ ROOT = HERE.parents[1]
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
+import chinese_labels  # noqa: E402
 import cloze_directive  # noqa: E402
 import execution_cache  # noqa: E402
+import figures  # noqa: E402
 import launch  # noqa: E402
+import navigation  # noqa: E402
 import offline_assets  # noqa: E402
+import search_zh  # noqa: E402
 
 STUDENT_DIR = "notebooks"  # the student notebooks, in the repository and in the built site
 DIST_DIR = "dist"  # in the built site: the course package's wheel and the zip of all student notebooks
@@ -309,4 +320,8 @@ def setup(app):
     cloze_directive.setup(app)
     execution_cache.setup(app)
     launch.setup(app)
+    figures.setup(app)
+    chinese_labels.setup(app)
+    navigation.setup(app)
+    search_zh.setup(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -70,7 +70,7 @@ def notice(config) -> str:
     left_out = [key.removesuffix("_url") for key, needs in NEEDS.items()
                 if (configured.get(key) or key == "jupyterhub_url") and not all(have[n] for n in needs)]
     return (f"提醒：_config.yml 里还没设置 {', '.join(unset)}，所以网页上不显示这些启动按钮：{', '.join(left_out)}。"
-            f"发布你自己的一份以后，把这几个地址填上（见 README）。")
+            f"发布你自己的一份以后，把这几个地址填上（见讲师指南 book/guide_instructors.md 的“发布网站”一节）。")
 
 
 _NOTICES: dict[int, str] = {}  # id(app) -> the notice, worked out before the launch buttons are trimmed

@@ -15,9 +15,11 @@ dropped, and outputs that never arrive are an error, not a silent loss. Judging 
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import os
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -83,6 +85,12 @@ def runner_for(assignment: str, grading: Path, *, cell_timeout: int = 60, notebo
 
 
 IOPUB_SECONDS = 30  # after a cell's reply, how long its remaining outputs may take to arrive
+ATTEMPTS = 3        # a notebook the grader could not run (its kernel never started) is run this many times at most
+
+
+class GraderFailure(RuntimeError):
+    """The grading environment could not run a notebook (its kernel did not start, the sandbox could not be
+    set up, ATTEMPTS times): nothing of the student's ran, so nothing is scored; status `ungraded`."""
 
 
 class GuardedExecute(Execute):
@@ -106,8 +114,14 @@ class GuardedExecute(Execute):
         self.malformed = 0
         self.timed_out = False   # a cell ran past the cell timeout (its outputs then cannot end normally)
         self.timed_out_cells: list[int] = []   # which cells (indices in the notebook)
+        self.reached = False      # a code cell was sent to the kernel: from then on a failure may be the notebook's
         self._nb = nb
         return super().preprocess(nb, resources, km=km)
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.get("cell_type") == "code":
+            self.reached = True
+        return super().preprocess_cell(cell, resources, index)
 
     async def _async_handle_timeout(self, timeout, cell=None):
         """A cell ran too long: it is interrupted; if the interrupt works its error arrives at once, if not
@@ -146,7 +160,7 @@ class GuardedExecute(Execute):
 @dataclass
 class RunResult:
     nb: nbformat.NotebookNode
-    status: str = "ok"                  # ok | timeout | killed | error
+    status: str = "ok"                  # ok | timeout | killed | error | ungraded (GraderFailure)
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
     cpu_seconds: float | None = 0.0     # every process of the kernel's sandbox (its group's CPU counter); None: unknown
@@ -178,12 +192,45 @@ class Runner:
 
     def run(self, nb: nbformat.NotebookNode, workdir: Path) -> RunResult:
         """Execute nb (in place) with workdir as the kernel's folder. Whatever the kernel does, this returns
-        (an unexpected failure is status "error" with a note)."""
+        (an unexpected failure is status "error" with a note). A run that failed before any code cell reached
+        the kernel (the kernel did not start or answer, the sandbox could not be set up: the grader's fault,
+        never the notebook's) is run again, from the notebook as it came, up to ATTEMPTS times; if it never
+        gets that far, the status is `ungraded`, with the reason."""
         started = time.perf_counter()
+        pristine = copy.deepcopy(nb)
+        for attempt in range(1, ATTEMPTS + 1):
+            result, executor, fault = self._attempt(nb, workdir)
+            if fault is None:
+                break
+            if attempt == ATTEMPTS:
+                result.status = "ungraded"
+                result.notes = [f"评分环境没能运行这份 notebook（{fault}；试了 {ATTEMPTS} 次）：学生的代码一行也没有"
+                                "运行，不是它的问题；这份没有评分，再评一次即可"]
+                break
+            print(f"评分环境出错（{fault}）：第 {attempt + 1} 次运行这份 notebook", file=sys.stderr)
+            nb.cells, nb.metadata = copy.deepcopy(pristine.cells), copy.deepcopy(pristine.metadata)
+        self._cell_timeouts(executor, nb, result)
+        if getattr(executor, "malformed", 0):
+            result.notes.append(f"内核发来 {executor.malformed} 条无法处理的消息：已丢弃")
+        dropped = well_formed(nb)
+        if dropped:
+            result.notes.append(f"{dropped} 个输出格式不对：已丢弃")
+        if getattr(executor, "truncated", None):
+            result.notes.append(f"输出过大，已截断（{len(executor.truncated)} 个单元）")
+            for index in executor.truncated:
+                nb.cells[index].setdefault("outputs", []).append(nbformat.v4.new_output(
+                    "stream", name="stdout", text="\n… [输出过大，之后的输出没有保留]\n"))
+        result.seconds = time.perf_counter() - started
+        return result
+
+    def _attempt(self, nb, workdir: Path) -> tuple[RunResult, "GuardedExecute", str | None]:
+        """One run of nb: what happened, its executor, and the grader's fault if it failed before any code
+        cell reached the kernel (else None)."""
         result = RunResult(nb)
         workdir.mkdir(parents=True, exist_ok=True)
         executor = self._executor()
         resources = {"metadata": {"path": str(workdir)}}
+        fault = None
         try:
             if self.sandbox is not None:
                 with self.sandbox.session(workdir, wall_seconds=self.notebook_timeout) as session:
@@ -206,25 +253,17 @@ class Runner:
                                         "已全部终止")
             else:
                 self._execute_unsafe(executor, nb, resources, result)
+            if result.status == "killed" and not getattr(executor, "reached", False):
+                fault = "内核还没运行任何单元就退出了"
         except Exception as exc:  # noqa: BLE001 - the sandbox or nbclient failed on this notebook
             result.status = "error"
             result.notes.append(f"执行时出错（{type(exc).__name__}）：没跑完的测试记 0 分")
+            if not getattr(executor, "reached", False):
+                fault = f"{type(exc).__name__}: {str(exc)[:160]}"
         finally:
             shutil.rmtree(workdir, ignore_errors=True)  # files the notebook wrote stay nowhere
             _close_thread_loop()
-        self._cell_timeouts(executor, nb, result)
-        if getattr(executor, "malformed", 0):
-            result.notes.append(f"内核发来 {executor.malformed} 条无法处理的消息：已丢弃")
-        dropped = well_formed(nb)
-        if dropped:
-            result.notes.append(f"{dropped} 个输出格式不对：已丢弃")
-        if getattr(executor, "truncated", None):
-            result.notes.append(f"输出过大，已截断（{len(executor.truncated)} 个单元）")
-            for index in executor.truncated:
-                nb.cells[index].setdefault("outputs", []).append(nbformat.v4.new_output(
-                    "stream", name="stdout", text="\n… [输出过大，之后的输出没有保留]\n"))
-        result.seconds = time.perf_counter() - started
-        return result
+        return result, executor, fault
 
     def _cell_timeouts(self, executor, nb, result: RunResult) -> None:
         """Cells the cell timeout stopped (and the interrupt ended): the notebook's status is timeout, its note
@@ -350,4 +389,6 @@ class SandboxedExecute(NbGraderPreprocessor):
         state.notes.extend(result.notes)
         state.seconds = result.seconds
         state.timed_out = result.timed_out
+        if result.status == "ungraded":   # nothing of the student's ran: no verdict, no score, no page
+            raise GraderFailure(result.notes[0])
         return result.nb, resources

@@ -42,7 +42,7 @@ from traitlets.config import Config
 
 from grader.cluster.shards import Shard, read_manifests, shard_folder, write_manifest
 from grader.course import COURSE_ID, GRADER, assignments, copy_course, generate_assignments
-from grader.grade.execute import runner_for
+from grader.grade.execute import GraderFailure, runner_for
 from grader.grade.feedback import WriteFeedback
 from grader.grade.gradebook import RECORDED_STATUSES, forget, scores_of
 from grader.grade.lists import EXECUTE, RECORD, SANITIZE
@@ -124,7 +124,8 @@ class Job:
 
 def run_steps(job: Job, steps: list, run: Run) -> None:
     """Each step on the job's notebook, in order, timed. The first that fails stops this notebook alone:
-    its state becomes `error` with a note naming the step, and no later step runs on it."""
+    its state becomes `error` with a note naming the step, and no later step runs on it (or `ungraded`, where
+    the grader could not run the notebook at all: execute.GraderFailure; nothing of it is recorded)."""
     for step in steps:
         if job.stopped:
             return
@@ -132,6 +133,8 @@ def run_steps(job: Job, steps: list, run: Run) -> None:
         began = time.perf_counter()
         try:
             job.nb, job.resources = step.preprocess(job.nb, job.resources)
+        except GraderFailure:   # the grader could not run it: `ungraded` (the step said why), nothing recorded
+            job.stopped = True
         except Exception as exc:  # noqa: BLE001 - one notebook's fault stays with that notebook
             state, job.stopped = NotebookState.of(job.resources), True
             state.status = "error"

@@ -6,7 +6,7 @@ a quoted value may carry them out. Every quote of a student's value is checked a
 assignment's hidden tests first: if it holds one of them, or any WINDOW characters in a row of one (raw,
 or as repr() escapes them), the value is not quoted, only its kind. Hidden strings shorter than
 MIN_LENGTH ("7", "a") are ordinary text and not looked for. An encoding the student invents (base64,
-reversed text) is not recognised: README says so.
+reversed text) is not recognised: book/guide_instructors.md says so.
 
     redactor = Redactor(hidden_strings(source_notebook))
     redactor.leaks(text)     # True: text holds something of a hidden test

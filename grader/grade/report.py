@@ -19,7 +19,7 @@ from pathlib import Path
 from grader.grade.submissions import Submission, printable
 
 STATUS_ZH = {"missing": "没交", "invalid": "无效", "conflict": "冲突", "timeout": "超时", "killed": "被终止",
-             "error": "出错"}
+             "error": "出错", "ungraded": "未评分（评分环境故障）"}
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_\[\]()!|~#])")
 

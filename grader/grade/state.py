@@ -2,7 +2,7 @@
 
     state = NotebookState.of(resources)      # the one record that travels in nbgrader's resources
     state.notes.append("…")                  # what an instructor should know (Chinese)
-    state.status = "timeout"                 # ok | timeout | killed | error
+    state.status = "timeout"                 # ok | timeout | killed | error | ungraded
 
 `make grade` puts a filled one into each notebook's resources (the reference's records and hidden strings,
 found once per assignment) and copies it into the notebook's row at the end; under `nbgrader autograde` the
@@ -18,7 +18,7 @@ KEY = "agentrl"   # the record's key in nbgrader's resources
 
 @dataclass
 class NotebookState:
-    status: str = "ok"                     # ok | timeout | killed | error: the row's status
+    status: str = "ok"                     # ok | timeout | killed | error | ungraded: the row's status
     notes: list[str] = field(default_factory=list)   # for the instructor's report (Chinese)
     expected: dict[str, list[tuple[str, Any]]] | None = None   # grade_id -> the reference's records
     hidden: list[str] = field(default_factory=list)  # the hidden tests' strings: never quoted (redact.py)

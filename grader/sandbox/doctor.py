@@ -1,6 +1,6 @@
 """The isolation level a run grades at, said out loud. `python -m grader doctor`: the level this machine
-gives the grader, whether each guarantee of README's table holds at it, and, where something is missing,
-the command that fixes it on this kind of machine. `choose(request)` picks the level a run uses: "auto"
+gives the grader, whether each guarantee of the table in book/guide_instructors.md holds at it, and, where something
+is missing, the command that fixes it on this kind of machine. `choose(request)` picks the level a run uses: "auto"
 (the default) takes the best there is and refuses anything below a cgroup level; "cgroup" asks for either
 cgroup level, "job" and "none" (or a level's exact name) for that level, and each refuses if it cannot run
 here, with the ways forward. Never silently less. `make grade` prints the table first, for its level."""

@@ -147,7 +147,7 @@ class Service:
                 self.in_hand[job.id] = job
             self.log(f"grading {job.folder!r} (attempt {job.attempts})")
             try:
-                status_, score, max_score = grade_job(self.place, job, lambda: self.still_mine(job))
+                status_, score, max_score = grade_job(self.place, job, lambda: self.still_mine(job), self.log)
                 if self.queue.done(job, status_, score, max_score):
                     self.log(f"graded {job.folder!r}: {status_} {score}/{max_score}")
             except LeaseLost:

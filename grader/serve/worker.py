@@ -98,9 +98,10 @@ def arrival_time(job: Job) -> datetime.datetime:
     return datetime.datetime.fromtimestamp(job.submitted_at, datetime.timezone.utc).replace(tzinfo=None)
 
 
-def grade_job(place: Place, job: Job, still_mine) -> tuple[str, float | None, float | None]:
+def grade_job(place: Place, job: Job, still_mine, log=lambda line: None) -> tuple[str, float | None, float | None]:
     """(status, score, max_score) of the job's submission, graded, recorded and delivered (module docstring).
-    LeaseLost if the job was taken over before it was recorded."""
+    LeaseLost if the job was taken over before it was recorded. log gets why a row says error (the
+    instructor's log; the student's page says only that the teacher will look)."""
     source, name = place.source_of(job.folder)
     arrival = parse(name, place.known())
     if arrival is None:   # the queue only holds names that parsed: the course lost the assignment since
@@ -126,6 +127,7 @@ def grade_job(place: Place, job: Job, still_mine) -> tuple[str, float | None, fl
             place.reference(job.assignment)
         except ValueError as exc:
             sub.status, sub.notes = "error", [str(exc)]
+            log(f"the reference of {job.assignment} failed: {exc}")
             _tell(place, job, handin.secret, "参考答案在评分环境里运行失败：老师会处理", still_mine)
             return "error", None, None
         graded = start(sub, place.run)
@@ -140,6 +142,8 @@ def grade_job(place: Place, job: Job, still_mine) -> tuple[str, float | None, fl
             _page(place, job, handin.secret, graded, (score, max_score), still_mine)
             return sub.status, score, max_score
         reason = "; ".join(sub.notes[:1]) if sub.status == "invalid" else "评分时出错：老师会看到原因"
+        if sub.status != "invalid":
+            log(f"{job.folder!r}: {sub.status}: {'; '.join(sub.notes)[:500]}")
         _tell(place, job, handin.secret, reason, still_mine)
         return sub.status, None, None
     finally:

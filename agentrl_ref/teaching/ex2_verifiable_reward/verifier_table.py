@@ -44,7 +44,8 @@ MATH_VERIFY_NAME = f"{MATH_VERIFY_LABEL}（本课安装的版本，open-r1 的�
 VERIFIERS = ((REFERENCE_NAME, "reference (agentrl_ref)", "toy_equal", "toy_seconds"),
              (MATH_VERIFY_NAME, MATH_VERIFY_LABEL, "math_verify_equal", "math_verify_seconds"))
 
-# answer_forms.ANSWER_FORMS notes (English: bench/run.py and the README quote them) as the Chinese table shows them
+# answer_forms.ANSWER_FORMS notes (English: bench/run.py and book/benchmarks.md quote them) as the Chinese table
+# shows them
 NOTE_ZH: dict[str, str] = {
     "integer": "整数",
     "negative integer": "负整数",

@@ -51,6 +51,9 @@ def cjk_fonts():
 def _cjk(fn):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        from agentrl_ref.teaching.shared import figure_title
+
+        figure_title.install()  # the figure's title goes into its PNG, for the site's alt text and caption
         with cjk_fonts():
             return fn(*args, **kwargs)
     return wrapper
@@ -143,6 +146,7 @@ def plot_differences(abl, comparisons, far: float = 0.3):
     ax.grid(axis="x", alpha=0.3)
     ax.legend(fontsize=7, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=len(abl.seeds), frameon=False,
               borderaxespad=0.2)  # above the rows: no dot hides behind it
+    fig.suptitle("消融：每个种子上改动的一臂减去对照的一臂，留出集准确率之差", fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -171,6 +175,7 @@ def plot_versions(abl, arms=("stale0", "stale2")):
         ax.grid(alpha=0.3)
     axes[0, 0].set_ylabel("留出集准确率", fontsize=8)
     axes[0, 0].legend(fontsize=7, loc="lower right")
+    fig.suptitle("每个发布的版本在留出集上的准确率，按它发布的模拟时刻（每个种子一格）", fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -195,6 +200,7 @@ def plot_cliff(abl, arms=("cliff_full", "cliff_acc", "cliff_no_std"), key="tool_
         ax.grid(alpha=0.3)
     axes[0, 0].set_ylabel(f"{names.get(key, key)}（训练批）", fontsize=8)
     axes[0, 0].legend(fontsize=7)
+    fig.suptitle(f"每个训练批的{names.get(key, key)}，按训练步（每臂一格，每个种子一条线）", fontsize=10)
     fig.tight_layout()
     return fig
 

@@ -59,3 +59,8 @@ def zh(chinese: str, english: str) -> str:
 # At import, not at the first zh(): a text object takes its fonts from rcParams when it is created (an axes'
 # title is created with the axes), so the font must be in font.family before a plot function makes its figure.
 cjk_font()
+
+# Every course figure module imports this one: its figures carry their title into the PNG (figure_title.py).
+from agentrl_ref.teaching.shared import figure_title  # noqa: E402
+
+figure_title.install()

@@ -1,0 +1,99 @@
+"""README is a quick start and the guides in the book keep their commands working.
+
+Every `make TARGET VAR=…` in README and the guide pages names a Makefile target and variables the Makefile reads;
+every option given to `python -m grader` (or to the grading service on the hub page) is one its --help lists; every
+repository path they name in backticks exists; every Markdown link in README reaches a file.
+"""
+from __future__ import annotations
+
+import functools
+import re
+import subprocess
+import sys
+
+import pytest
+
+from course import ROOT
+
+README = ROOT / "README.md"
+GUIDES = ["book/guide_instructors.md", "book/guide_hub.md", "book/guide_maintainers.md", "book/benchmarks.md"]
+SUBCOMMANDS = ("grade", "report", "serve", "release", "doctor", "sandbox")
+# options on the instructors' page that belong to other programs, each with the program the page names beside it
+FOREIGN = {"--cpus-per-task": "sbatch", "--dependency": "afterok", "--mem": "sbatch", "--partition": "sbatch",
+           "--user": "systemd-run", "--scope": "systemd-run", "--strict": "kubernetes-validate"}
+TOP = ("agentrl_ref/", "grader/", "book/", "bench/", "tests/", "binder/", "notebooks/")
+
+
+def _text(rel: str) -> str:
+    return (ROOT / rel).read_text(encoding="utf-8")
+
+
+@functools.cache
+def _targets() -> set[str]:
+    return set(re.findall(r"^([A-Za-z][\w-]*):", _text("Makefile"), flags=re.M))
+
+
+@functools.cache
+def _options(sub: str) -> set[str]:
+    out = subprocess.run([sys.executable, "-m", "grader", sub, "--help"], cwd=ROOT, capture_output=True, text=True,
+                         check=True).stdout
+    return set(re.findall(r"--[a-z][a-z-]*[a-z]", out))
+
+
+def test_readme_is_a_quick_start():
+    lines = README.read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 150, f"README has {len(lines)} lines; the guides belong in the book"
+    text = "\n".join(lines)
+    assert "make book" in text and "make test" in text
+    for guide in GUIDES:
+        assert f"]({guide})" in text, f"README does not point at {guide}"
+
+
+def test_every_guide_is_a_page_of_the_book():
+    toc = _text("_toc.yml")
+    for guide in GUIDES:
+        assert f"file: {guide.removesuffix('.md')}\n" in toc, guide
+
+
+@pytest.mark.parametrize("rel", ["README.md", *GUIDES])
+def test_every_make_command_names_a_target_and_variables_it_reads(rel):
+    text, makefile = _text(rel), _text("Makefile")
+    # a command: in backticks, or at the start of a line in a shell block (after sudo or VAR=… settings)
+    commands = re.findall(r"(?:`|^|^sudo |\S+=\S+ )make ([a-z][\w-]*)((?: [A-Z_]+=\S*)*)", text, flags=re.M)
+    assert commands or rel == "book/benchmarks.md", f"{rel} names no make command"
+    for target, assignments in commands:
+        assert target in _targets(), f"{rel}: `make {target}` is not a Makefile target"
+        for var in re.findall(r"([A-Z_]+)=", assignments):
+            assert re.search(rf"\b{var}\b", makefile), f"{rel}: `make {target} {var}=…`: the Makefile never reads {var}"
+
+
+def test_the_grader_options_the_guides_give_exist():
+    subs = re.findall(r"python -m grader (\w+)", _text("README.md") + "".join(_text(g) for g in GUIDES))
+    assert subs and set(subs) <= set(SUBCOMMANDS), subs
+    hub = set(re.findall(r"--[a-z][a-z-]*[a-z]", _text("book/guide_hub.md")))
+    assert hub and hub <= _options("serve") | _options("doctor"), hub - _options("serve") - _options("doctor")
+    page = _text("book/guide_instructors.md")
+    mine = set(re.findall(r"--[a-z][a-z-]*[a-z]", page)) - set(FOREIGN)
+    known = _options("grade") | _options("doctor") | _options("sandbox") | _options("report")
+    assert mine and mine <= known, mine - known
+    for option, program in FOREIGN.items():
+        if option in page:
+            assert program in page, f"{option} is said to be {program}'s, but the page never names {program}"
+
+
+@pytest.mark.parametrize("rel", ["README.md", *GUIDES])
+def test_every_path_named_exists(rel):
+    missing = []
+    for path in re.findall(r"`([^`\s]+)`", _text(rel)):
+        path = path.rstrip("/.,;:").split("::")[0]
+        if not path.startswith(TOP) or re.search(r"[<>*…{}$]", path) or path.endswith(".html"):
+            continue
+        if not (ROOT / path).exists():
+            missing.append(path)
+    assert not missing, f"{rel} names paths that do not exist: {sorted(set(missing))}"
+
+
+def test_readme_links_reach_files():
+    for target in re.findall(r"\]\(([^)#\s]+)\)", README.read_text(encoding="utf-8")):
+        if "://" not in target:
+            assert (ROOT / target).is_file(), target
