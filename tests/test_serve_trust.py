@@ -40,6 +40,7 @@ from grader.serve.deliver import feedback_name
 from grader.serve.layout import Layout, check
 from grader.serve.queue import TABLE, Queue
 from grader.serve.scanner import Limits
+from scratch import scratch_root
 
 RIGHT = filled(EX1, reference_fills(EX1))
 WRONG = filled(EX1, mutated_fills(EX1, next(iter(mutations(EX1).values()))[0]))
@@ -130,7 +131,7 @@ def db_url(postgres):
 
 @pytest.fixture(scope="module")
 def hub(db_url):
-    base = Path(tempfile.mkdtemp(prefix="agentrl-hub-", dir="/tmp"))
+    base = Path(tempfile.mkdtemp(prefix="agentrl-hub-", dir=scratch_root()))   # 120,000 folders: tests/scratch.py
     os.chmod(base, 0o755)                 # every account reaches the exchange and its own home in here
     homes = base / "homes"
     homes.mkdir(mode=0o755)
