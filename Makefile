@@ -97,10 +97,15 @@ serve:
 	@echo "http://127.0.0.1:$(PORT)/"
 	$(PY) -m http.server --bind 127.0.0.1 --directory _build/html $(PORT)
 
-# Students: JupyterLab on notebooks/ with nbgrader's Validate button and nothing of its instructor or
-# exchange tools (grader/student-lab: the formgrader, assignment and course lists are switched off).
+# Students: JupyterLab with nbgrader's Validate button and nothing of its instructor or exchange tools
+# (grader/student-lab: the formgrader, assignment and course lists are switched off), on a working copy of
+# notebooks/ in LAB_DIR (git-ignored): the first launch copies every notebook, later ones only newly released
+# ones, and no file already there is ever overwritten (grader/lab_copy.py). notebooks/ itself is what
+# `make release` and `git pull` rewrite: answers saved there would be lost.
+LAB_DIR ?= my-notebooks
 lab: venv fonts
-	JUPYTER_CONFIG_PATH=$(CURDIR)/grader/student-lab $(VENV)/bin/jupyter lab --ServerApp.ip=127.0.0.1 $(AS_ROOT) --notebook-dir=notebooks
+	$(PY) -m grader.lab_copy "$(LAB_DIR)"
+	JUPYTER_CONFIG_PATH=$(CURDIR)/grader/student-lab $(VENV)/bin/jupyter lab --ServerApp.ip=127.0.0.1 $(AS_ROOT) --notebook-dir="$(LAB_DIR)"
 
 # Instructors: JupyterLab on the course folder (grader/) with nbgrader's formgrader and assignment tools.
 lab-instructor: venv fonts
