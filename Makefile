@@ -138,16 +138,17 @@ bench-grading: deps venv
 bench-serve: deps venv
 	PYTHONPATH=tests $(PY) bench/serve_latency.py
 
-# Instructors: autograde a folder of returned notebooks (see book/guide_instructors.md). OUT, DB_URL, JOBS, SHARD, ISOLATION, FEEDBACK, NEW
-# optional. OUT is never wiped: graded again into it, only new or changed hand-ins are graded (NEW=yes: a new dated folder).
+# Instructors: autograde a folder of returned notebooks (see book/guide_instructors.md). OUT, DB_URL, JOBS, SHARD, ISOLATION, FEEDBACK, NEW,
+# CELL_TIMEOUT, NOTEBOOK_TIMEOUT (seconds), MEMORY_MB optional (every limit: the guide's "评分的限额"). OUT is never wiped: graded again into it, only new or changed hand-ins are graded (NEW=yes: a new dated folder).
 # DB_URL reaches the grader in the environment (AGENTRL_DB_URL), never on a command line: it holds a password.
 OUT ?= grading-output
 ifneq ($(DB_URL),)
 grade grade-report release grade-service doctor: export AGENTRL_DB_URL := $(DB_URL)
 endif
 grade: venv
-	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=<folder> [OUT=grading-output] [DB_URL=postgresql://…] [JOBS=2] [SHARD=K/N] [ISOLATION=auto|cgroup|job|none] [FEEDBACK=no] [NEW=yes]" >&2; exit 2; }
-	$(PY) -m grader grade "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(SHARD),--shard $(SHARD)) $(if $(ISOLATION),--isolation $(ISOLATION)) $(if $(filter no,$(FEEDBACK)),--no-feedback) $(if $(filter yes,$(NEW)),--new)
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=<folder> [OUT=grading-output] [DB_URL=postgresql://…] [JOBS=2] [SHARD=K/N] [ISOLATION=auto|cgroup|job|none] [FEEDBACK=no] [NEW=yes] [CELL_TIMEOUT=60] [NOTEBOOK_TIMEOUT=600] [MEMORY_MB=2048]" >&2; exit 2; }
+	$(PY) -m grader grade "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(SHARD),--shard $(SHARD)) $(if $(ISOLATION),--isolation $(ISOLATION)) $(if $(filter no,$(FEEDBACK)),--no-feedback) $(if $(filter yes,$(NEW)),--new) \
+	  $(if $(CELL_TIMEOUT),--cell-timeout $(CELL_TIMEOUT)) $(if $(NOTEBOOK_TIMEOUT),--notebook-timeout $(NOTEBOOK_TIMEOUT)) $(if $(MEMORY_MB),--memory-mb $(MEMORY_MB))
 
 # Instructors: grade each submission as it arrives in nbgrader's exchange (grader/serve/, book/guide_hub.md). The queue is in
 # the gradebook: DB_URL=postgresql://… (several workers, several machines). JOBS, SHOW, DEADLINE, MIN_INTERVAL optional;
