@@ -27,9 +27,10 @@ def plot_ratios(study, clip: float = 0.2):
     low = min(values, default=-1.0) - 0.5
     fig, ax = plt.subplots(figsize=(5.2, 4.8), dpi=100)
     line = [low, 0.0]
+    band = f"[{1 - clip:g}, {1 + clip:g}]"
     ax.fill_between(line, [x + math.log(1 - clip) for x in line], [x + math.log(1 + clip) for x in line],
                     color="#999999", alpha=0.25, linewidth=0,
-                    label=zh(f"PPO 裁剪区间 [{1 - clip:g}, {1 + clip:g}]", f"PPO clip range [{1 - clip:g}, {1 + clip:g}]"))
+                    label=zh(f"PPO 裁剪区间 {band}", f"PPO clip range {band}"))
     ax.plot(line, line, color="#444444", linewidth=0.8, label=zh("概率比 = 1", "ratio = 1"))
     if kept:
         ax.scatter(*zip(*kept), s=6, color=KEPT_COLOR, alpha=0.5,
