@@ -97,10 +97,15 @@ serve:
 	@echo "http://127.0.0.1:$(PORT)/"
 	$(PY) -m http.server --bind 127.0.0.1 --directory _build/html $(PORT)
 
-# Students: JupyterLab on notebooks/ with nbgrader's Validate button and nothing of its instructor or
-# exchange tools (grader/student-lab: the formgrader, assignment and course lists are switched off).
+# Students: JupyterLab with nbgrader's Validate button and nothing of its instructor or exchange tools
+# (grader/student-lab: the formgrader, assignment and course lists are switched off), on a working copy of
+# notebooks/ in LAB_DIR (git-ignored): the first launch copies every notebook, later ones only newly released
+# ones, and no file already there is ever overwritten (grader/lab_copy.py). notebooks/ itself is what
+# `make release` and `git pull` rewrite: answers saved there would be lost.
+LAB_DIR ?= my-notebooks
 lab: venv fonts
-	JUPYTER_CONFIG_PATH=$(CURDIR)/grader/student-lab $(VENV)/bin/jupyter lab --ServerApp.ip=127.0.0.1 $(AS_ROOT) --notebook-dir=notebooks
+	$(PY) -m grader.lab_copy "$(LAB_DIR)"
+	JUPYTER_CONFIG_PATH=$(CURDIR)/grader/student-lab $(VENV)/bin/jupyter lab --ServerApp.ip=127.0.0.1 $(AS_ROOT) --notebook-dir="$(LAB_DIR)"
 
 # Instructors: JupyterLab on the course folder (grader/) with nbgrader's formgrader and assignment tools.
 lab-instructor: venv fonts
@@ -133,16 +138,17 @@ bench-grading: deps venv
 bench-serve: deps venv
 	PYTHONPATH=tests $(PY) bench/serve_latency.py
 
-# Instructors: autograde a folder of returned notebooks (see book/guide_instructors.md). OUT, DB_URL, JOBS, SHARD, ISOLATION, FEEDBACK, NEW
-# optional. OUT is never wiped: graded again into it, only new or changed hand-ins are graded (NEW=yes: a new dated folder).
+# Instructors: autograde a folder of returned notebooks (see book/guide_instructors.md). OUT, DB_URL, JOBS, SHARD, ISOLATION, FEEDBACK, NEW,
+# CELL_TIMEOUT, NOTEBOOK_TIMEOUT (seconds), MEMORY_MB optional (every limit: the guide's "评分的限额"). OUT is never wiped: graded again into it, only new or changed hand-ins are graded (NEW=yes: a new dated folder).
 # DB_URL reaches the grader in the environment (AGENTRL_DB_URL), never on a command line: it holds a password.
 OUT ?= grading-output
 ifneq ($(DB_URL),)
 grade grade-report release grade-service doctor: export AGENTRL_DB_URL := $(DB_URL)
 endif
 grade: venv
-	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=<folder> [OUT=grading-output] [DB_URL=postgresql://…] [JOBS=2] [SHARD=K/N] [ISOLATION=auto|cgroup|job|none] [FEEDBACK=no] [NEW=yes]" >&2; exit 2; }
-	$(PY) -m grader grade "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(SHARD),--shard $(SHARD)) $(if $(ISOLATION),--isolation $(ISOLATION)) $(if $(filter no,$(FEEDBACK)),--no-feedback) $(if $(filter yes,$(NEW)),--new)
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=<folder> [OUT=grading-output] [DB_URL=postgresql://…] [JOBS=2] [SHARD=K/N] [ISOLATION=auto|cgroup|job|none] [FEEDBACK=no] [NEW=yes] [CELL_TIMEOUT=60] [NOTEBOOK_TIMEOUT=600] [MEMORY_MB=2048]" >&2; exit 2; }
+	$(PY) -m grader grade "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(SHARD),--shard $(SHARD)) $(if $(ISOLATION),--isolation $(ISOLATION)) $(if $(filter no,$(FEEDBACK)),--no-feedback) $(if $(filter yes,$(NEW)),--new) \
+	  $(if $(CELL_TIMEOUT),--cell-timeout $(CELL_TIMEOUT)) $(if $(NOTEBOOK_TIMEOUT),--notebook-timeout $(NOTEBOOK_TIMEOUT)) $(if $(MEMORY_MB),--memory-mb $(MEMORY_MB))
 
 # Instructors: grade each submission as it arrives in nbgrader's exchange (grader/serve/, book/guide_hub.md). The queue is in
 # the gradebook: DB_URL=postgresql://… (several workers, several machines). JOBS, SHOW, DEADLINE, MIN_INTERVAL optional;

@@ -11,10 +11,11 @@ untouched release or a realistic wrong answer (tests/class_builder.py). It is gr
 - by this commit with --unsafe-no-sandbox (the sandbox's own cost);
 - by this commit as --shards shards on a real single-node Slurm cluster (tests/slurm_cluster.py), into a
   private PostgreSQL gradebook (tests/postgres_server.py), then the report job: the price of splitting, in
-  CPU seconds.
+  CPU seconds. Every shard runs at once (one CPU each on this machine's cores: more shards than cores share).
 
-Every way must give the same grades.csv. CPU seconds are the grader's own (all its threads) plus every
-sandbox's (cgroup cpuacct), so `core-seconds per notebook` is what sizes a cluster.
+Every way must give the same grades.csv; the shards' is compared byte for byte with the one-machine run's.
+CPU seconds are the grader's own (all its threads) plus every sandbox's (cgroup cpuacct), so `core-seconds
+per notebook` is what sizes a cluster.
 """
 from __future__ import annotations
 
@@ -100,13 +101,26 @@ def _same(run: dict, this: dict) -> str:
     return f"DIFFERENT in {', '.join(differ)}"
 
 
+def _byte_for_byte(one: Path, other: Path) -> str:
+    """'identical', or 'DIFFERENT' with the rows that differ (student, assignment: score/status each way)."""
+    if one.read_bytes() == other.read_bytes():
+        return "identical"
+    mine, theirs = _rows(one), _rows(other)
+    differ = [f"{s} {a}: {mine.get((s, a), {}).get('score')}/{mine.get((s, a), {}).get('status')} vs "
+              f"{theirs.get((s, a), {}).get('score')}/{theirs.get((s, a), {}).get('status')}"
+              for s, a in sorted(set(mine) | set(theirs)) if mine.get((s, a)) != theirs.get((s, a))]
+    return f"DIFFERENT ({len(differ)} rows: {'; '.join(differ[:10])})"
+
+
 def _slurm(shards: int, root: Path, out: Path, tmp: Path) -> dict:
     from slurm_cluster import available, local_slurm, submit_shards, wait_for_jobs
 
     if available():
         print(f"  no Slurm shards: {available()}", file=sys.stderr)
         return {}
-    with local_postgres() as db_url, local_slurm(cpus=os.cpu_count() or 2) as slurm:
+    # every shard at once, one CPU each, on the machine's cores: more shards than cores share them (a loaded node)
+    cores = sorted(os.sched_getaffinity(0))
+    with local_postgres() as db_url, local_slurm(cpus=max(shards, len(cores)), cores=cores) as slurm:
         started = time.perf_counter()
         ids = submit_shards(slurm, shards, root, out, db_url, tmp)
         wait_for_jobs(slurm, seconds=3600)
@@ -193,6 +207,9 @@ def main() -> None:
         print(f"- a class of 10,000 students x {len(ASSIGNMENTS)} notebooks at that capacity: {hours:.0f} core-hours; "
               f"for a one-hour turnaround, {hours:.0f} cores: {_nodes(math.ceil(hours / 32))} of 32 cores "
               f"(--jobs 32), or {math.ceil(hours / 2)} of 2")
+        for one, sharded in pairs:
+            print(f"- {sharded['label']} against {one['label']}: grades.csv byte for byte "
+                  f"{_byte_for_byte(one['grades'], sharded['grades'])}")
         print(f"- the same grades.csv every way (where the tests are the same): "
               f"{not any(v.startswith('DIFFERENT') for v in same.values())}")
 

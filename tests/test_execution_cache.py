@@ -6,10 +6,14 @@ The real book takes minutes to execute, so the end-to-end test builds a one-page
 """
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
+from pathlib import Path
 
 import nbformat
 
@@ -89,3 +93,37 @@ def test_an_edit_to_a_package_function_shows_up_on_the_page_and_an_unchanged_reb
     assert value == "VALUE-TWO" and again != run
     caches = [p for p in (project / "_build" / ".jupyter_cache").iterdir() if p.is_dir()]
     assert len(caches) == 1  # the old fingerprint's cache is gone
+
+
+def test_the_build_kernels_use_unix_sockets_and_print_no_tcp_warning(tmp_path):
+    """ipykernel 7 warns at every kernel start over TCP without encryption (`make book` printed it once a page):
+    the build's kernels listen on IPC sockets in the Jupyter runtime folder instead (book/_ext/kernel_transport.py),
+    the warning is gone and a real warning of a page's code still reaches the build's output."""
+    project = tmp_path / "book"
+    (project / "demo_pkg").mkdir(parents=True)
+    (project / "conf.py").write_text(CONF.format(ext=str(ROOT / "book" / "_ext")))
+    (project / "index.md").write_text("# demo\n\n```{toctree}\npage\n```\n")
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_markdown_cell("# page"), nbformat.v4.new_code_cell(textwrap.dedent("""
+        import os, sys
+        from ipykernel.kernelapp import IPKernelApp
+        app = IPKernelApp.instance()
+        print("TRANSPORT", app.transport, os.path.isabs(app.ip))
+        print("A REAL WARNING OF THE KERNEL", file=sys.__stderr__, flush=True)
+        """))]
+    nbformat.write(nb, project / "page.ipynb")
+    runtime = tempfile.mkdtemp(prefix="rt-")          # short: a Unix socket's path has ~100 bytes
+    try:
+        command = [sys.executable, "-m", "sphinx", "-b", "html", "-q", str(project), str(project / "_build" / "html")]
+        out = subprocess.run(command, capture_output=True, text=True, timeout=120,
+                             env={**os.environ, "JUPYTER_RUNTIME_DIR": runtime})
+        assert out.returncode == 0, out.stderr
+        html = (project / "_build" / "html" / "page.html").read_text(encoding="utf-8")
+        assert "TRANSPORT ipc True" in html, html[-2000:]
+        assert "without encryption" not in out.stderr and "A REAL WARNING OF THE KERNEL" in out.stderr, out.stderr
+        left = sorted(p.name for p in Path(runtime).iterdir())
+        assert [n for n in left if "-ipc-" in n] == [], left       # the kernel's sockets are cleaned up
+        assert not [p for p in project.rglob("*ipc*")]              # nothing in the page's folder
+    finally:
+        shutil.rmtree(runtime, ignore_errors=True)

@@ -97,3 +97,65 @@ def test_readme_links_reach_files():
     for target in re.findall(r"\]\(([^)#\s]+)\)", README.read_text(encoding="utf-8")):
         if "://" not in target:
             assert (ROOT / target).is_file(), target
+
+
+def _limits_table() -> list[tuple[str, str]]:
+    """(the default column, the where-to-change column) of each row of the instructors' page's 评分的限额 table."""
+    page = _text("book/guide_instructors.md")
+    section = page.split("### 评分的限额", 1)[1].split("\n### ", 1)[0]
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in section.splitlines() if line.startswith("| ")]
+    assert rows[0][:2] == ["限额", "默认"], rows[0]
+    return [(row[1], row[3]) for row in rows[1:]]
+
+
+def _code_limits() -> dict[str, int]:
+    """Every limit of the grader, by the name the table gives, with its default in the code."""
+    import dataclasses
+    import inspect
+
+    from grader.grade import execute, submissions
+    from grader.grade.outputs import OutputCaps
+    from grader.grade.pipeline import grade
+    from grader.sandbox import SandboxLimits
+
+    defaults = inspect.signature(grade).parameters
+    limits = {"--cell-timeout": defaults["cell_timeout"].default,
+              "--notebook-timeout": defaults["notebook_timeout"].default,
+              "--memory-mb": SandboxLimits().memory_mb,
+              "IOPUB_SECONDS": execute.IOPUB_SECONDS, "ATTEMPTS": execute.ATTEMPTS,
+              "MAX_NOTEBOOK_BYTES": submissions.MAX_NOTEBOOK_BYTES, "MAX_ID_LENGTH": submissions.MAX_ID_LENGTH}
+    for f in dataclasses.fields(SandboxLimits):
+        limits[f"SandboxLimits.{f.name}"] = f.default
+    limits["SandboxLimits.address_space_mb"] = SandboxLimits().effective_address_space_mb - SandboxLimits().memory_mb
+    for f in dataclasses.fields(OutputCaps):
+        limits[f"OutputCaps.{f.name}"] = f.default
+    for name, trait in execute.GuardedExecute.class_own_traits().items():
+        if name.startswith("max_"):
+            limits[f"GuardedExecute.{name}"] = trait.default_value
+    assert execute.SandboxedExecute.class_traits()["timeout"].default_value == limits["--cell-timeout"]
+    assert execute.SandboxedExecute.class_traits()["notebook_timeout"].default_value == limits["--notebook-timeout"]
+    return limits
+
+
+def test_the_instructors_page_names_every_limit_of_the_grader_with_its_default():
+    """One table names every limit (the sandbox's, the timeouts, the output caps, the hand-in checks) and each
+    default there is the code's: a new limit, or a changed default, fails here until the page says it."""
+    code = _code_limits()
+    named = []
+    for default, where in _limits_table():
+        names = [n for n in re.findall(r"`([^`]+)`", where) if n in code]
+        assert names, f"a row names no limit of the code: {where}"
+        named += names
+        shown = [int(n) for n in re.findall(r"\d+", default)]
+        if names == ["--memory-mb", "SandboxLimits.memory_mb"]:
+            names = names[:1]
+        want = [code[n] for n in names]
+        assert shown == want, f"{where}: the page says {default}, the code {want}"
+    assert sorted(set(code) - set(named)) == [], "limits of the grader the page does not name"
+    assert len(named) == len(set(named)), "a limit named twice"
+    options = {n for n in code if n.startswith("--")}
+    assert options <= _options("grade"), options - _options("grade")
+    makefile = _text("Makefile")
+    for var, option in (("CELL_TIMEOUT", "--cell-timeout"), ("NOTEBOOK_TIMEOUT", "--notebook-timeout"),
+                        ("MEMORY_MB", "--memory-mb")):
+        assert f"{option} $({var})" in makefile, f"make grade does not pass {var} as {option}"

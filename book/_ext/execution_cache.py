@@ -79,8 +79,10 @@ def use_fingerprinted_cache(app, config) -> None:
 
 def setup(app):
     import kernel_polls  # book/_ext: a cell's reply read even when its wake-up is lost (kernel_polls.py)
+    import kernel_transport  # book/_ext: the kernels over Unix sockets, not TCP on 127.0.0.1 (kernel_transport.py)
 
     kernel_polls.use_in_slices()
+    kernel_transport.use_ipc()
     app.add_config_value("execution_cache_sources", DEFAULT_SOURCES, "env")
     app.connect("config-inited", use_fingerprinted_cache)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

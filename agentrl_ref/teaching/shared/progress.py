@@ -5,8 +5,10 @@
     line.finish("完成")                 # the last state stays: that is what the book page keeps
     measured(f"用时：墙钟 {wall:.1f} s")  # a line whose numbers come from a clock
 
-In a notebook the live line is an IPython display that is replaced (update_display_data), so the executed page
-keeps only the final line; outside IPython nothing is printed until finish(). Redraws at most every
+While it runs, the live line says how long the rest takes at the speed measured so far (elapsed / steps done x
+steps left), so a long cell announces its length after its first step. In a notebook the live line is an IPython
+display that is replaced (update_display_data), so the executed page keeps only the final line; outside IPython
+nothing is printed until finish(). Redraws at most every
 `every` seconds, so a step costs nothing measurable.
 
 Everything a clock produced (the live line, which shows elapsed seconds, and every measured() line) is displayed with
@@ -68,7 +70,15 @@ class LiveLine:
         if done < total and now - self._last < self.every:
             return
         self._last = now
-        self.show(f"{self.label}：{done}/{total}" + (f"，{info}" if info else "") + f"（{now - self.t0:.0f} s）")
+        self.show(f"{self.label}：{done}/{total}" + (f"，{info}" if info else "") + f"（{now - self.t0:.0f} s"
+                  + self._remaining(done, total, now - self.t0) + "）")
+
+    @staticmethod
+    def _remaining(done: int, total: int, elapsed: float) -> str:
+        """How long the rest takes at the speed measured so far ('' before the first step or after the last)."""
+        if not 0 < done < total:
+            return ""
+        return f"，按目前的速度约还要 {elapsed / done * (total - done):.0f} s"
 
     def show(self, text: str) -> None:
         self.text = text
