@@ -1,4 +1,4 @@
-"""Every figure of exercises 1-6 speaks Chinese where a CJK font is installed, and no figure ever misses a glyph.
+"""Every figure of exercises 1-6 and 8 speaks Chinese where a CJK font is installed, and no figure ever misses a glyph.
 
 Each figure function of agentrl_ref.teaching is drawn twice: as the book build and the lab draw it (with the CJK
 font that `make deps`, `make book` and `make lab` install, when it is there), and as Colab or Binder draw it (no
@@ -77,9 +77,19 @@ def _outcome_credit():
     return plot_outcome_credit(group, long_trajectory(), group.advantages[0].item())
 
 
+def _ex8_ratios():
+    from agentrl_ref.teaching.ex8_token_in_out.drift_plots import plot_ratios
+    from agentrl_ref.teaching.ex8_token_in_out.drift_study import Completion, DriftStudy
+
+    kept = Completion((1,), (5, 6, 7), (-0.5, -1.25, -0.1), (5, 6, 7), None, (-0.5, -1.25, -0.1), ())
+    drifted = Completion((1,), (5, 8, 9, 7), (-0.4, -2.5, -0.3, -0.1), (5, 10, 7), 1, (-0.4, -2.5, -0.3, -0.1),
+                         (-0.4, -0.2, -0.1))
+    return plot_ratios(DriftStudy((kept, drifted), sft_steps=0, vocab_size=11, tokenizer=None, chat_tokenizer=None))
+
+
 FIGURES = {"ex1-reject-times": _reject_times, "ex2-verifiers": _verifiers, "ex3-mask-heatmap": _mask_heatmap,
            "ex4-rollouts": _rollouts, "ex5-length-rewards": _lengths, "ex6-strategies": _strategies,
-           "ex6-outcome-credit": _outcome_credit}
+           "ex6-outcome-credit": _outcome_credit, "ex8-ratios": _ex8_ratios}
 
 
 def _texts(fig) -> list[str]:

@@ -28,9 +28,8 @@ def execute(path, drop_tag: str | None = None) -> nbformat.NotebookNode:
     return nb
 
 
-@pytest.fixture(scope="module")
-def capstone_page(built_site):
-    """The capstone page as the book build executed it: its outputs from the build's execution cache (the folder of
+def built_page(built_site, path) -> nbformat.NotebookNode:
+    """The page at path as the book build executed it: its outputs from the build's execution cache (the folder of
     this checkout's fingerprint, book/_ext/execution_cache.py), matched to the page's code by jupyter-cache as myst-nb
     matches it. (The copy myst-nb writes to jupyter_execute/ can lack the outputs of a page it executed.)"""
     import execution_cache  # book/_ext (tests/conftest.py puts it on the path)
@@ -38,8 +37,14 @@ def capstone_page(built_site):
 
     key = execution_cache.fingerprint(ROOT, execution_cache.DEFAULT_SOURCES)[:16]
     cache = get_cache(str(built_site.parent / ".jupyter_cache" / key))
-    _, executed = cache.merge_match_into_notebook(nbformat.read(PAGE, as_version=4))
+    _, executed = cache.merge_match_into_notebook(nbformat.read(path, as_version=4))
     return executed
+
+
+@pytest.fixture(scope="module")
+def capstone_page(built_site):
+    """The capstone page as the book build executed it."""
+    return built_page(built_site, PAGE)
 
 
 def _clean(nb) -> None:
@@ -82,13 +87,10 @@ def _deterministic_outputs(cell) -> list:
     return out
 
 
-def test_the_capstone_page_prints_the_same_twice_except_what_a_clock_measured(capstone_page):
-    """The page promises: the single-process training, every ablation and every verdict come out the same when the page
-    runs again on the same machine; only lines that report measured time (and the two-process section, tagged
-    "measured") change. The second execution leaves the measured cells out: nothing else may depend on them."""
-    again = execute(PAGE, drop_tag=MEASURED_TAG)
-    first = {c.id: c for c in capstone_page.cells if c.cell_type == "code"}
-    compared = differ = 0
+def _differences(first_run, again) -> tuple[int, list[str]]:
+    """How many code cells of the second execution printed something, and a report of those that differ."""
+    first = {c.id: c for c in first_run.cells if c.cell_type == "code"}
+    compared = 0
     report = []
     for cell in again.cells:
         if cell.cell_type != "code":
@@ -96,9 +98,17 @@ def test_the_capstone_page_prints_the_same_twice_except_what_a_clock_measured(ca
         a, b = _deterministic_outputs(first[cell.id]), _deterministic_outputs(cell)
         compared += bool(a)
         if a != b:
-            differ += 1
             report.append(f"{cell.id}:\n  first:  {str(a)[:600]}\n  second: {str(b)[:600]}")
-    assert not report, f"{differ} cells differ between two executions:\n" + "\n".join(report)
+    return compared, report
+
+
+def test_the_capstone_page_prints_the_same_twice_except_what_a_clock_measured(capstone_page):
+    """The page promises: the single-process training, every ablation and every verdict come out the same when the page
+    runs again on the same machine; only lines that report measured time (and the two-process section, tagged
+    "measured") change. The second execution leaves the measured cells out: nothing else may depend on them."""
+    again = execute(PAGE, drop_tag=MEASURED_TAG)
+    compared, report = _differences(capstone_page, again)
+    assert not report, f"{len(report)} cells differ between two executions:\n" + "\n".join(report)
     verdicts = [c for c in again.cells if c.cell_type == "code" and "**判断**" in str(_deterministic_outputs(c))]
     assert compared >= 15 and len(verdicts) >= 6, (compared, len(verdicts))  # 19 cells print, 7 verdicts
     measured_cells = [c.id for c in capstone_page.cells if MEASURED_TAG in c.metadata.get("tags", [])]
@@ -111,3 +121,16 @@ def test_every_figure_of_the_capstone_shows(capstone_page):
     drawn = {c.metadata.nbgrader.grade_id: any("image/png" in o.get("data", {}) for o in c.outputs)
              for c in capstone_page.cells if c.cell_type == "code" and "fig = plot_" in c.source}
     assert len(drawn) >= 7 and all(drawn.values()), drawn
+
+
+def test_exercise_8s_page_prints_the_same_twice_except_what_a_clock_measured(built_site):
+    """Exercise 8's measurement (the sampled completions, how many drift, every ratio), its figure and the template
+    demo come out the same in a second execution; only the line with the seconds it took is measured."""
+    path = ROOT / "book" / "ex8_token_in_out.ipynb"
+    first_run = built_page(built_site, path)
+    _clean(first_run)
+    compared, report = _differences(first_run, execute(path))
+    assert not report, f"{len(report)} cells differ between two executions:\n" + "\n".join(report)
+    assert compared >= 4, compared  # the table, the examples, the figure, the template demo
+    drawn = [c for c in first_run.cells if c.cell_type == "code" and "fig = plot_" in c.source]
+    assert drawn and all(any("image/png" in o.get("data", {}) for o in c.outputs) for c in drawn)
