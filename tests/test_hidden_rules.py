@@ -265,6 +265,26 @@ AUDIT: dict[str, dict[str, Rule]] = {
                 "st_to_tokens 处理（导入格写明了“下面的填空直接调用”），只改这两个空的答案碰不到它们；Value"
                 "Error 这一条在本题的文字里没有写明。"),
     },
+    "ex8_token_in_out": {
+        "test_message_ids.other_conversations": Rule(
+            "结果是带上这条消息（到它为止）的渲染里，接在不带它的渲染后面的那部分。",
+            ("chatml_deltas", "default_system_prompt")),
+        "test_message_ids.strip_think_before_the_last_user": Rule(
+            "拼起来就是整段对话的渲染；模板会看上下文，单独渲染一条消息不等于它添的 id",
+            ("chatml_deltas",)),
+        "test_not_append_only.think_boundaries": Rule(
+            "不带这条消息的渲染不是带上它的渲染的前缀时（模板不是 append-only），报 ValueError。",
+            ("not_append_only",)),
+        "test_trajectory.random_trajectories": Rule(
+            "把一条多轮 rollout 拼成 (ids, loss_mask, logprobs)，三个列表一样长、逐位对齐。",
+            ("agent_trajectory",)),
+        "test_trajectory_edges.edge_trajectories": Rule(
+            "没有回合（只有 prompt）、只有一轮采样（后面不接分隔符）、连着两段 observation、空的分隔符、空的 prompt",
+            ("trajectory_edges",)),
+        "test_drift.random_ids": Rule(
+            "encode(decode(ids)) 和 ids 第一个不同的位置；两者相同时返回 None。",
+            ("drift_cases", "drift_types")),
+    },
 }
 
 PROBE = re.compile(r'\bprobe(?:_calls|_async)?\(\s*"([^"]+)"')

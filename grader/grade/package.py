@@ -32,6 +32,7 @@ GIVEN_MODULES: dict[str, list[str]] = {
     "ex5_composite_reward": ["format_reward.py", "verifiable_reward.py"],
     "ex6_token_credit": [],
     "ex7_agent_grpo": SIX + CHAT + ["agent/*.py", "!agent/loss.py"],
+    "ex8_token_in_out": [],   # the visible and hidden tests run on the toy tokenizer of checks/ex8_token_in_out.py
 }
 NEVER = {"teaching/cloze/cloze_snippets.json"}
 

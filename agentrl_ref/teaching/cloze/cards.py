@@ -95,6 +95,10 @@ SNIPPETS: tuple[Snippet, ...] = (
         ("notebook:ex7_agent_grpo", ("clipped_pg_loss", "token_advantages")),
         ("module:agentrl_ref.agent.loss", ("clipped_pg_loss",)),
     )),
+    Snippet("token_in_out", "Token in, token out：多轮轨迹", "ex8_token_in_out", (
+        ("notebook:ex8_token_in_out", ("message_ids", "build_trajectory", "first_drift")),
+        ("module:agentrl_ref.token_in_out", ("message_ids", "build_trajectory", "first_drift")),
+    )),
 )
 
 
