@@ -188,3 +188,76 @@ def test_one_dimensional_input_is_one_sequence():
 def test_misuse_is_a_clear_value_error(call):
     with pytest.raises(ValueError):
         call()
+
+
+# correct answers a student may write instead of the instructor's: each passes every visible test of exercise 9
+ALTERNATIVES = {
+    "log_importance_weights": """
+import torch
+
+def log_importance_weights(trainer_logprobs, sampler_logprobs, mask, level="token"):
+    with torch.no_grad():
+        keep = mask.bool()
+        log_ratio = (trainer_logprobs - sampler_logprobs).masked_fill(~keep, 0.0)
+        if level == "token":
+            return log_ratio
+        total = log_ratio.sum(-1, keepdim=True)
+        if level == "geometric":
+            total = total / torch.clamp(mask.sum(-1, keepdim=True), min=1)
+        return total * keep
+""",
+    "truncated_weights": """
+import math
+import torch
+
+def truncated_weights(log_weights, mask, cap):
+    return torch.exp(torch.clamp(log_weights, max=math.log(cap))) * mask
+""",
+    "masked_weights": """
+import torch
+
+def masked_weights(log_weights, mask, low, high):
+    w = log_weights.exp()
+    outside = (w < low) | (w > high)
+    return w.masked_fill(outside | (mask == 0), 0.0)
+""",
+    "mismatch_report": """
+import torch
+
+def mismatch_report(trainer_logprobs, sampler_logprobs, mask, low=0.5, high=2.0):
+    d = (trainer_logprobs.double() - sampler_logprobs.double())[mask == 1]
+    n = len(d)
+    if n == 0:
+        return {"tokens": 0, "k3_kl": 0.0, "max_abs_diff": 0.0, "out_of_range": 0.0}
+    r = d.exp()
+    return {"tokens": n, "k3_kl": (torch.expm1(d) - d).sum().item() / n,
+            "max_abs_diff": max(d.max().item(), -d.min().item()),
+            "out_of_range": ((r < low).sum() + (r > high).sum()).item() / n}
+""",
+}
+
+
+@pytest.mark.parametrize("part", sorted(ALTERNATIVES))
+def test_correct_alternatives_pass_every_visible_test(part):
+    from agentrl_ref.checks import _REGISTRY, _load_all, _run_one
+
+    _load_all()
+    namespace: dict = {}
+    exec(ALTERNATIVES[part], namespace)
+    tests = [t for t in _REGISTRY.values() if t.part == part and t.test_id.startswith("ex9_rollout_correction.")]
+    assert tests
+    for test in tests:
+        ok, message, _, _ = _run_one(test, [namespace[name] for name in test.needs])
+        assert ok, f"{test.test_id}: {message}"
+
+
+def test_the_checks_agree_with_the_reference_module():
+    """The visible tests' written-out formulas (checks/ex9_rollout_correction.py) and agentrl_ref.rollout_correction
+    are one set of formulas: the reference passes every visible test."""
+    from agentrl_ref import rollout_correction
+    from agentrl_ref.checks import _REGISTRY, _load_all, _run_one
+
+    _load_all()
+    for test in (t for t in _REGISTRY.values() if t.test_id.startswith("ex9_rollout_correction.")):
+        ok, message, _, _ = _run_one(test, [getattr(rollout_correction, name) for name in test.needs])
+        assert ok, f"{test.test_id}: {message}"
