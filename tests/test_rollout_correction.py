@@ -261,3 +261,38 @@ def test_the_checks_agree_with_the_reference_module():
     for test in (t for t in _REGISTRY.values() if t.test_id.startswith("ex9_rollout_correction.")):
         ok, message, _, _ = _run_one(test, [getattr(rollout_correction, name) for name in test.needs])
         assert ok, f"{test.test_id}: {message}"
+
+
+# a student's own wording of every blank of the notebook (blank index -> text): right, and graded as right
+ALTERNATIVE_FILLS = {
+    0: "trainer_logprobs.detach() - sampler_logprobs",
+    1: "diff.masked_fill(~keep, 0.0)",
+    3: "log_ratio.sum(-1, keepdim=True) / torch.clamp(keep.sum(-1, keepdim=True), min=1)",
+    4: "torch.minimum(torch.exp(log_weights), torch.tensor(float(cap)))",
+    5: "~((w < low) | (w > high))",
+    6: "inside & (mask == 1)",
+    7: "torch.masked_select(trainer_logprobs - sampler_logprobs, keep)",
+    8: "(torch.expm1(log_ratio) - log_ratio).mean()",
+    9: "torch.max(log_ratio.max(), -log_ratio.min())",
+    10: "((ratio < low) | (ratio > high)).double().sum() / n",
+}
+
+
+def test_the_notebook_filled_another_right_way_passes_every_visible_test():
+    import nbformat
+
+    from agentrl_ref.checks import _REGISTRY, _load_all, _run_one
+    from course import filled, mutated_fills
+
+    name = "ex9_rollout_correction"
+    nb = nbformat.reads(filled(name, mutated_fills(name, ALTERNATIVE_FILLS)), as_version=4)
+    namespace: dict = {}
+    for cell in nb.cells:
+        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution"):
+            exec(cell.source, namespace)
+    _load_all()
+    tests = [t for t in _REGISTRY.values() if t.test_id.startswith(name + ".")]
+    assert len(tests) == 7
+    for test in tests:
+        ok, message, _, _ = _run_one(test, [namespace[n] for n in test.needs])
+        assert ok, f"{test.test_id}: {message}"
