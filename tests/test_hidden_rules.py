@@ -285,6 +285,23 @@ AUDIT: dict[str, dict[str, Rule]] = {
             "encode(decode(ids)) 和 ids 第一个不同的位置；两者相同时返回 None。",
             ("drift_cases", "drift_types")),
     },
+    "ex9_rollout_correction": {
+        "test_weights.random_batches": Rule(
+            "权重不带梯度，mask 为 0 的位置不算进任何一个权重。",
+            ("token_weights", "sequence_weights", "weight_edges")),
+        "test_no_grad.grad_on_random_batches": Rule(
+            "三个级别的权重都不能带上它",
+            ("no_gradient",)),
+        "test_tis.random_caps": Rule(
+            "TIS：截断的重要性权重 min(w, cap)，w = exp(log_weights)；mask 为 0 的位置是 0。",
+            ("tis_cases",)),
+        "test_mis.random_ranges": Rule(
+            "MIS：比率 w = exp(log_weights) 落在 [low, high] 里的位置保留 w，之外的记 0；mask 为 0 的位置是 0。",
+            ("mis_cases",)),
+        "test_report.random_reports": Rule(
+            '两个引擎在训练的 token 上差多远：{"tokens", "k3_kl", "max_abs_diff", "out_of_range"}。',
+            ("report_cases",)),
+    },
 }
 
 PROBE = re.compile(r'\bprobe(?:_calls|_async)?\(\s*"([^"]+)"')

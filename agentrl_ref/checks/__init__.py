@@ -45,7 +45,8 @@ from agentrl_ref.checks.probes import probe, probe_async, probe_calls  # noqa: F
 BLANK = "_____"
 FAILED = "failed:"   # the record of a visible test that failed: run_test writes it, the grader reads it
 EXERCISES = ("ex1_format_reward", "ex2_verifiable_reward", "ex3_loss_mask",
-             "ex4_async_rollout", "ex5_composite_reward", "ex6_token_credit", "ex7_agent_grpo", "ex8_token_in_out")
+             "ex4_async_rollout", "ex5_composite_reward", "ex6_token_credit", "ex7_agent_grpo", "ex8_token_in_out",
+             "ex9_rollout_correction")
 
 
 class CheckFailure(AssertionError):

@@ -12,6 +12,9 @@
     ex6_token_credit/       exercise 6's page: one sequence reward becomes per-token credit
     ex7_agent_grpo/         the capstone's page, in one import (its __init__): tables, verdicts, plots, an episode as
                             HTML; the engine itself is agentrl_ref.agent, which never imports this
+    ex8_token_in_out/       exercise 8's page: retokenizing on the tiny Qwen2, a template that strips <think>
+    ex9_rollout_correction/ exercise 9's page: a bf16 (and an fp8) sampler against the float32 trainer, measured and
+                            trained on with TIS and MIS (verdicts as the capstone's page computes them)
     cloze/                  the random-cloze practice (book/cloze.md and the JupyterLab widget) and its cards, which
                             `make release` cuts from the exercises' answers (cloze/cloze_snippets.json)
     frameworks/             the frameworks page (book/frameworks.md): TRL's GRPOTrainer on the tiny model

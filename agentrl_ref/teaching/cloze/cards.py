@@ -99,6 +99,12 @@ SNIPPETS: tuple[Snippet, ...] = (
         ("notebook:ex8_token_in_out", ("message_ids", "build_trajectory", "first_drift")),
         ("module:agentrl_ref.token_in_out", ("message_ids", "build_trajectory", "first_drift")),
     )),
+    Snippet("rollout_correction", "TIS 和 MIS：训练–推理差距的修正", "ex9_rollout_correction", (
+        ("notebook:ex9_rollout_correction", ("log_importance_weights", "truncated_weights", "masked_weights",
+                                             "mismatch_report")),
+        ("module:agentrl_ref.rollout_correction", ("log_importance_weights", "truncated_weights", "masked_weights",
+                                                   "mismatch_report")),
+    )),
 )
 
 
