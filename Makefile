@@ -100,11 +100,11 @@ serve:
 # Students: JupyterLab with nbgrader's Validate button and nothing of its instructor or exchange tools
 # (grader/student-lab: the formgrader, assignment and course lists are switched off), on a working copy of
 # notebooks/ in LAB_DIR (git-ignored): the first launch copies every notebook, later ones only newly released
-# ones, and no file already there is ever overwritten (grader/lab_copy.py). notebooks/ itself is what
+# ones, and no file already there is ever overwritten (grader/publish/lab_copy.py). notebooks/ itself is what
 # `make release` and `git pull` rewrite: answers saved there would be lost.
 LAB_DIR ?= my-notebooks
 lab: venv fonts
-	$(PY) -m grader.lab_copy "$(LAB_DIR)"
+	$(PY) -m grader.publish.lab_copy "$(LAB_DIR)"
 	JUPYTER_CONFIG_PATH=$(CURDIR)/grader/student-lab $(VENV)/bin/jupyter lab --ServerApp.ip=127.0.0.1 $(AS_ROOT) --notebook-dir="$(LAB_DIR)"
 
 # Instructors: JupyterLab on the course folder (grader/) with nbgrader's formgrader and assignment tools.

@@ -1,4 +1,4 @@
-"""`make lab`'s working copy (grader/lab_copy.py): answers are saved outside the tracked notebooks/, and a later
+"""`make lab`'s working copy (grader/publish/lab_copy.py): answers are saved outside the tracked notebooks/, and a later
 launch (after a new release or a git pull) adds new notebooks without touching any file a student already has,
 says in Chinese where the copy is, and names the notebooks released again since the copy was made. Real files,
 through the command `make lab` runs."""
@@ -8,13 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from grader.lab_copy import RECORD, RELEASED, main, working_copy
+from grader.publish.lab_copy import RECORD, RELEASED, main, working_copy
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _launch(dest: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "grader.lab_copy", str(dest)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "grader.publish.lab_copy", str(dest)], capture_output=True, text=True,
                           check=False, cwd=ROOT)
 
 
@@ -97,7 +97,7 @@ def test_the_working_copy_cannot_be_the_tracked_notebooks_or_a_file(tmp_path):
 
 def test_make_lab_serves_the_working_copy_not_the_tracked_notebooks():
     out = subprocess.run(["make", "-n", "lab"], capture_output=True, text=True, check=True, cwd=ROOT).stdout
-    copy, lab = [line for line in out.splitlines() if "grader.lab_copy" in line or "jupyter lab" in line]
-    assert "grader.lab_copy" in copy and '"my-notebooks"' in copy      # the copy first, then the lab on it
+    copy, lab = [line for line in out.splitlines() if "grader.publish.lab_copy" in line or "jupyter lab" in line]
+    assert "grader.publish.lab_copy" in copy and '"my-notebooks"' in copy      # the copy first, then the lab on it
     assert '--notebook-dir="my-notebooks"' in lab and "--notebook-dir=notebooks" not in lab
     assert "my-notebooks/" in (ROOT / ".gitignore").read_text(encoding="utf-8").splitlines()

@@ -1,6 +1,6 @@
 """`make lab`'s working copy: a student's answers live outside the tracked notebooks/.
 
-    python -m grader.lab_copy my-notebooks      # copies notebooks/*.ipynb that my-notebooks/ does not have yet
+    python -m grader.publish.lab_copy my-notebooks      # copies notebooks/*.ipynb that my-notebooks/ does not have yet
 
 notebooks/ is what `make release` writes and `git pull` updates: answers saved there would be overwritten. The
 first `make lab` copies every released notebook into the working folder (git-ignored); a later one copies only
@@ -105,7 +105,7 @@ def working_copy(dest: Path, released: Path = RELEASED) -> list[str]:
 
 def main(argv: list[str], released: Path = RELEASED) -> int:
     if len(argv) != 1:
-        print("usage: python -m grader.lab_copy DEST", file=sys.stderr)
+        print("usage: python -m grader.publish.lab_copy DEST", file=sys.stderr)
         return 2
     dest = Path(argv[0])
     try:
