@@ -1,6 +1,6 @@
 """agentrl_ref is a real package: it installs from its wheel anywhere, and the launch routes work.
 
-- the layout shows the design: the six components, a few sub-packages, nothing else;
+- the layout shows the design: the six components, chapter 2's components, a few sub-packages, nothing else;
 - a component never imports matplotlib or ipywidgets;
 - the wheel, installed into a fresh venv outside the repository, runs every student notebook with the
   reference answers filled in (every check() passes, plots render, cloze_practice works);
@@ -34,6 +34,7 @@ from course import ASSIGNMENTS, ROOT, filled, reference_fills, run_notebook
 
 COMPONENTS = {"format_reward.py", "verifiable_reward.py", "loss_mask.py", "rollout_buffer.py",
               "composite_reward.py", "token_credit.py"}
+CHAPTER2 = {"token_in_out.py", "rollout_correction.py"}
 SUBPACKAGES = {"checks", "teaching", "agent", "frameworks"}
 # what a hosted notebook (Colab) has; math-verify stands in for the one [course] dependency it lacks,
 # which pip would fetch from PyPI there
@@ -44,7 +45,7 @@ HOSTED = ["torch", "numpy", "matplotlib", "ipywidgets", "ipykernel", "ipython", 
 
 def test_layout_shows_the_six_components_first():
     entries = {p.name for p in (ROOT / "agentrl_ref").iterdir() if p.name != "__pycache__"}
-    assert entries == COMPONENTS | SUBPACKAGES | {"__init__.py"}, entries
+    assert entries == COMPONENTS | CHAPTER2 | SUBPACKAGES | {"__init__.py"}, entries
     for sub in SUBPACKAGES:
         assert (ROOT / "agentrl_ref" / sub / "__init__.py").is_file(), sub
 
