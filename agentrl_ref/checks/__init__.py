@@ -130,13 +130,29 @@ def fail(what: str, /, *, hint: str = "", **values: Any) -> None:
                        {"template": what, "values": values, "hint": hint})
 
 
+def _load(exercise: str) -> None:
+    """Import one exercise's visible tests (registering them). Only the exercise a cell needs is imported: at
+    grading time the student's code has run before this, and an import it can break (patched builtins break
+    typing, and through it torch) must not be one another exercise needs."""
+    try:
+        import_module(f"agentrl_ref.checks.{exercise}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"agentrl_ref.checks.{exercise}":
+            raise
+
+
 def _load_all() -> None:
+    """Every exercise's visible tests (the grader, outside the kernel, and the tests of this package)."""
     for exercise in EXERCISES:
-        try:
-            import_module(f"agentrl_ref.checks.{exercise}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"agentrl_ref.checks.{exercise}":
-                raise
+        _load(exercise)
+
+
+def _load_part(part: str) -> None:
+    """Import exercises in order until one registers tests of `part` (a part belongs to one exercise)."""
+    for exercise in EXERCISES:
+        if any(t.part == part for t in _REGISTRY.values()):
+            return
+        _load(exercise)
 
 
 def _is_blank(exc: BaseException) -> bool:
@@ -281,7 +297,7 @@ def run_test(test_id: str, *objects: Any):
     """Run one visible test in an nbgrader test cell: print the report; AssertionError if it fails.
 
     For a coroutine test inside a running event loop this returns a coroutine: `await run_test(...)`."""
-    _load_all()
+    _load(test_id.split(".")[0])
     test = _REGISTRY[test_id]
     if _is_async(test):
         return _run_or_hand_back(_run_test_async(test, list(objects)))
@@ -318,7 +334,7 @@ def check(part: str, namespace: dict[str, Any] | None = None):
 
     When the part has coroutine tests and an event loop is running (a notebook cell) this returns a
     coroutine: `await check(...)`."""
-    _load_all()
+    _load_part(part)
     namespace = namespace if namespace is not None else sys._getframe(1).f_globals
     tests = [t for t in _REGISTRY.values() if t.part == part]
     if not tests:
