@@ -37,6 +37,7 @@ from fingerprint import fingerprint
 from grader.grade.pipeline import grade
 from grader.grade.report import csv_text
 from grader.grade.submissions import printable
+from grader.grade.marks import verdict_outputs
 from notebook_fuzz import FILE_KINDS, ODD_NAMES, make_file, mutate_json
 
 A = "ex1_format_reward"
@@ -328,6 +329,25 @@ def format_reward(completion):
     print(text)
     raise type("Leak" + _SNOW + str(abs(hash(completion)) % 997), (Exception,), {})(text)
 """
+# remembers every input (hidden ones too) and, after every cell, shows them in an output that claims to be the
+# grader's verdict (its metadata), in cells whose metadata claims the same (the file): the page must show neither
+CLAIM_VERDICT = """\
+from IPython import get_ipython
+from IPython.display import display
+_honest, _seen = format_reward, []
+
+
+def format_reward(completion):
+    _seen.append(str(completion))
+    return _honest(completion)
+
+
+def _claim(result):
+    display({"text/plain": chr(0x2604) + repr(_seen)}, raw=True, metadata={"agentrl_verdict": True})
+
+
+get_ipython().events.register("post_run_cell", _claim)
+"""
 # remembers the inputs the hidden tests call it with (they call through probe_calls, the visible tests
 # through run_test: it looks at its callers), and hands them back as the observation of the next visible
 # test, whose machinery it patches to report a pass: the recorded value differs from the reference's, and
@@ -406,6 +426,7 @@ ATTACKS = [
     Attack("raw-html-cell", "reference", "<script>window.__xss.push('raw')</script>", "equal", "", where="raw"),
     Attack("leak-hidden-inputs", "untouched", LEAK_INPUTS, "equal", "", where="answer_replace"),
     Attack("remember-hidden-inputs", "reference", REMEMBER_HIDDEN, "not_above", "隐藏测试的字符串"),
+    Attack("claim-to-be-the-verdict", "reference", CLAIM_VERDICT, "equal", "改动 IPython 内核"),
     Attack("answer-cell-deleted", "reference", "answer", "equal_untouched", "答案单元恢复为空白", where="delete"),
     Attack("metadata-not-a-dict", "reference", "nbgrader", "equal", "", where="meta"),
 ]
@@ -521,6 +542,10 @@ def _attacked(attack: Attack, paths: dict) -> str:
         return nbformat.writes(nb)
     at = _index(nb, _is_answer) + 1 if attack.where == "after_answer" else len(nb.cells)
     nb.cells.insert(at, nbformat.v4.new_code_cell(code))
+    if attack.code is CLAIM_VERDICT:   # the file claims it too: every code cell's last output is the grader's
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                cell.metadata["agentrl_verdict"] = 1
     return nbformat.writes(nb)
 
 
@@ -791,6 +816,23 @@ def test_hidden_inputs_never_reach_the_feedback(attacked):
     assert "BEGIN HIDDEN TESTS" not in page and "评分未通过" in page
 
 
+def test_a_claimed_verdict_never_reaches_the_feedback(attacked):
+    """Outputs whose metadata say they are the grader's, in cells whose metadata say the same: the instructor's copy
+    keeps what the kernel showed, the page shows none of it (only the grader marks its own outputs)."""
+    page = (attacked["out"] / "feedback" / "claim-to-be-the-verdict" / A / f"{A}.html").read_text(encoding="utf-8")
+    kept = (attacked["out"] / "course" / "autograded" / "claim-to-be-the-verdict" / A / f"{A}.ipynb").read_text("utf-8")
+    comet = chr(0x2604)
+    assert comet in kept or "\\u2604" in kept
+    assert comet not in page and "&#9732;" not in page and "评分：本单元通过" in page
+
+
+def test_every_graded_notebook_is_valid_nbformat(attacked):
+    """What the grader writes back (verdicts, marks, capped outputs) keeps every autograded notebook valid against
+    nbformat's schema: an error output carries no metadata."""
+    for path in sorted((attacked["out"] / "course" / "autograded").glob(f"*/{A}/{A}.ipynb")):
+        nbformat.validate(nbformat.read(path, as_version=4))
+
+
 def test_a_visible_verdict_never_quotes_a_hidden_string(attacked):
     """The function that hands hidden inputs back through a visible test: its verdicts say a value was not
     shown, and no student value a verdict quotes holds a hidden string (or eight characters in a row of one)."""
@@ -799,8 +841,7 @@ def test_a_visible_verdict_never_quotes_a_hidden_string(attacked):
 
     redactor = Redactor(hidden_strings(source_notebook(A)))
     nb = nbformat.read(attacked["out"] / "course" / "autograded" / "remember-hidden-inputs" / A / f"{A}.ipynb", 4)
-    verdicts = [o.get("evalue", "") for c in nb.cells for o in c.get("outputs", [])
-                if (o.get("metadata") or {}).get("agentrl_verdict") and o.get("output_type") == "error"]
+    verdicts = [o.get("evalue", "") for c in nb.cells for o in verdict_outputs(c) if o.get("output_type") == "error"]
     assert any("含隐藏测试里的内容，不显示" in v for v in verdicts), verdicts     # the attack got that far
     quoted = [v.split("得到", 1)[1] for v in verdicts if "得到" in v]           # what the student's values became
     assert quoted and not [q for q in quoted if redactor.leaks(q)], verdicts
@@ -889,7 +930,10 @@ def test_a_cpu_hog_does_not_slow_its_neighbour(tmp_path):
     for student in students:   # the first starts with the hog; the others while it runs
         make_file(hogged / student / honest / f"{honest}.ipynb", text, "file")
     subs = grade(hogged, tmp_path / "out-hogged", cell_timeout=60, notebook_timeout=120, jobs=2, feedback=False)
-    assert all(s.status == "ok" for s in subs if s.path), [(s.student, s.notes) for s in subs]
+    # the honest students are untouched; the hog's own later cells share its one core with fifty busy
+    # processes and may run out of their 60 s (status timeout): that is the quota working, not a failure
+    assert all(s.status == "ok" for s in subs if s.path and s.student != "a-hog"), [(s.student, s.notes) for s in subs]
+    assert all(s.status in ("ok", "timeout") for s in subs if s.path), [(s.student, s.status) for s in subs]
     course = tmp_path / "out-hogged" / "course" / "autograded"
     alone_times = _cell_times(tmp_path / "out-alone" / "course" / "autograded" / "honest" / honest / f"{honest}.ipynb")
     hogged_cells = [c for c in nbformat.read(course / "a-hog" / A / f"{A}.ipynb", as_version=4).cells

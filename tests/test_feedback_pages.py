@@ -23,6 +23,7 @@ import pytest
 from class_builder import submission
 from course import ROOT, mutation_hints, source_notebook
 from grader.grade.redact import Redactor, hidden_strings
+from grader.grade.marks import verdict_outputs
 
 EX1, EX3 = "ex1_format_reward", "ex3_loss_mask"
 MISTAKES = {   # student -> (assignment, mutation label, the test cell that fails)
@@ -110,7 +111,7 @@ def test_the_hint_is_written_by_the_grader_not_taken_from_the_kernel(graded):
     assignment, label, cell = MISTAKES["dave"]
     kept = nbformat.read(graded["out"] / "course" / "autograded" / "dave" / assignment / f"{assignment}.ipynb", 4)
     test = next(c for c in kept.cells if c.metadata.get("nbgrader", {}).get("grade_id") == cell)
-    verdict = next(o for o in test.outputs if (o.get("metadata") or {}).get("agentrl_verdict"))
+    verdict = verdict_outputs(test)[-1]
     assert any(mutation_hints(assignment)[label] in line for line in verdict["traceback"])
     assert any("[内核里的报错]" in o.get("text", "") for o in test.outputs if o.get("output_type") == "stream")
 

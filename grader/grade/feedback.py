@@ -28,7 +28,7 @@ from grader.cells import grade_id, is_test
 from grader.course import course_of
 from grader.grade.mathjax import install as install_mathjax
 from grader.grade.state import KEY, NotebookState
-from grader.grade.verdict import VERDICT_MARK
+from grader.grade.marks import mark, verdict_outputs
 
 _TEMPLATES = Path(nbgrader.converters.__file__).resolve().parent.parent / "server_extensions" / "formgrader"
 OWN_TEMPLATES = Path(__file__).resolve().parent / "templates"   # feedback_zh: nbgrader's feedback template, in Chinese
@@ -39,7 +39,9 @@ def student_facing(cell) -> None:
     student's code printed at grading time could carry the hidden tests it saw running (its own code runs
     inside the test cells); the instructor keeps the full executed notebook in the course's autograded/."""
     if cell.get("cell_type") == "code":
-        cell["outputs"] = [o for o in cell.get("outputs", []) if (o.get("metadata") or {}).get(VERDICT_MARK)]
+        cell["outputs"] = verdict_outputs(cell)
+        if cell["outputs"]:
+            mark(cell, len(cell["outputs"]))
 
 
 class StudentFacingOutputs(NbGraderPreprocessor):

@@ -16,7 +16,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Integer
 
 from grader.grade.sanitize import inert_outputs
-from grader.grade.verdict import VERDICT_MARK
+from grader.grade.marks import verdict_outputs
 
 
 @dataclass(frozen=True)
@@ -33,13 +33,16 @@ def _cap(text: str, limit: int) -> str:
 
 
 def cap_outputs(nb: nbformat.NotebookNode, caps: OutputCaps = OutputCaps()) -> None:
-    """Cap every output and the notebook's total (in place), then make every output inert."""
+    """Cap every output and the notebook's total (in place), then make every output inert. The grader's own
+    outputs (verdict.verdict_outputs: short, and what the student's page must show) are kept whole, after the rest."""
     total = 0
     for cell in nb.cells:
         if cell.get("cell_type") != "code":
             continue
+        ours = verdict_outputs(cell)
+        theirs = cell.get("outputs", [])[:len(cell.get("outputs", [])) - len(ours)]
         kept = []
-        for output in cell.get("outputs", []):
+        for output in theirs:
             if output.output_type == "stream":
                 output.text = _cap(output.text, caps.max_chars)
             elif output.output_type == "error":
@@ -60,8 +63,8 @@ def cap_outputs(nb: nbformat.NotebookNode, caps: OutputCaps = OutputCaps()) -> N
                 break
             total += size
             kept.append(output)
-        cell.outputs = kept
-        inert_outputs(cell, keep_metadata=(VERDICT_MARK,))
+        cell.outputs = kept + ours
+        inert_outputs(cell)
 
 
 class CapOutputs(NbGraderPreprocessor):

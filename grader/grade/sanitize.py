@@ -124,10 +124,9 @@ def _number_metadata(meta) -> dict:
     return kept
 
 
-def inert_output(output, keep_metadata=()):
+def inert_output(output):
     """The output with only inert content; None if nothing inert is left of it."""
     kind = output.get("output_type")
-    marks = {k: v for k, v in (output.get("metadata") or {}).items() if k in keep_metadata and v is True}
     if kind not in ("display_data", "execute_result"):
         return output
     data, out = output.get("data") or {}, {}
@@ -151,17 +150,17 @@ def inert_output(output, keep_metadata=()):
         dropped = ", ".join(sorted(str(k) for k in data))[:200]
         out = {"text/plain": f"[这个输出的类型（{dropped}）在评分结果里不显示]"}
     output["data"] = out
-    output["metadata"] = {**_number_metadata(output.get("metadata")), **marks}
+    output["metadata"] = _number_metadata(output.get("metadata"))
     return output
 
 
-def inert_outputs(cell, keep_metadata=()) -> None:
+def inert_outputs(cell) -> None:
     """Every output of a code cell made inert (see inert_output); outputs nothing is left of are dropped."""
     if cell.get("cell_type") != "code":
         return
     kept = []
     for output in cell.get("outputs", []):
-        output = inert_output(output, keep_metadata)
+        output = inert_output(output)
         if output is not None:
             kept.append(output)
     cell["outputs"] = kept

@@ -10,7 +10,7 @@ torch.allclose or a replaced run_test changes what the cell shows, not the recor
 judge_notebook(nb, expected) decides every test cell and rewrites its outputs for the people who read
 it: what the student's code printed stays (capped, stderr relabelled), its errors become text (the
 instructor's copy keeps a failing check's report), its records go, and the verdict is appended (a pass
-mark, or an error output naming what went wrong). The score reaches the gradebook from the returned
+mark, or an error output naming what went wrong; marks.py records which outputs are the grader's). The score reaches the gradebook from the returned
 verdicts (gradebook.py), not from those outputs. nbgrader's step for it is TrustedVerdict (lists.EXECUTE).
 """
 from __future__ import annotations
@@ -26,10 +26,10 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from agentrl_ref.checks.probes import MIME
 from grader.cells import grade_id, is_test as is_test_cell
 from grader.grade import explain
+from grader.grade.marks import mark, unmark
 from grader.grade.redact import NOTHING, Redactor
 from grader.grade.state import NotebookState
 
-VERDICT_MARK = "agentrl_verdict"  # in the metadata of the output this module appends to a test cell
 VISIBLE = "visible:"  # records written by run_test start with this; hidden probes never do
 FAILED = "failed:"    # the record run_test writes when a visible test fails (agentrl_ref.checks.FAILED)
 REL_TOL, ABS_TOL = 1e-5, 1e-7  # floats: what float32 arithmetic in another order still meets
@@ -326,22 +326,18 @@ def rewrite_test_cell(cell, verdict: Verdict) -> None:
             output = nbformat.from_dict({**output, "name": "stdout", "text": "[stderr] " + output.get("text", "")})
         kept.append(output)
     cell["outputs"] = kept + [verdict_output(verdict)]
+    mark(cell)
 
 
 def verdict_output(verdict: Verdict):
     """The output a test cell's verdict becomes: a pass mark, or an error output (nbgrader's 0), with its lines."""
     if verdict.passed:
-        # display_data, not a stream: a stream output may not carry metadata (nbformat's schema)
         text = "\n".join(["评分：本单元通过。", *verdict.lines])
-        mark = nbformat.v4.new_output("display_data", data={"text/plain": text})
-    else:
-        lines = verdict.lines or [f"✗ {verdict.reason}"]
-        head = "评分未通过：这一格记 0 分"
-        mark = nbformat.v4.new_output("error", ename="评分未通过", evalue=verdict.reason,
-                                      traceback=[head, *(_red(line) if line.startswith("✗") else line
-                                                         for line in lines)])
-    mark.setdefault("metadata", {})[VERDICT_MARK] = True
-    return mark
+        return nbformat.v4.new_output("display_data", data={"text/plain": text})
+    lines = verdict.lines or [f"✗ {verdict.reason}"]
+    head = "评分未通过：这一格记 0 分"
+    return nbformat.v4.new_output("error", ename="评分未通过", evalue=verdict.reason,
+                                  traceback=[head, *(_red(line) if line.startswith("✗") else line for line in lines)])
 
 
 def _red(line: str) -> str:
@@ -352,9 +348,7 @@ def timed_out_output(seconds: int):
     """The mark on a cell (not a test cell) that the cell timeout stopped: what its page says of it."""
     text = (f"评分时这一格运行超过 {seconds} 秒，被中断（可能有死循环）：这一格之后、用到它的测试都没有通过。"
             "在自己的 JupyterLab 里运行它，看看它为什么停不下来。")
-    mark = nbformat.v4.new_output("error", ename="超时", evalue=text, traceback=[_red("✗ " + text)])
-    mark.setdefault("metadata", {})[VERDICT_MARK] = True
-    return mark
+    return nbformat.v4.new_output("error", ename="超时", evalue=text, traceback=[_red("✗ " + text)])
 
 
 def judge_notebook(nb: nbformat.NotebookNode, expected: dict[str, list[tuple[str, Any]]],
@@ -366,6 +360,7 @@ def judge_notebook(nb: nbformat.NotebookNode, expected: dict[str, list[tuple[str
     found = {}
     redact = Redactor(hidden)
     timed_out = timed_out or {}
+    unmark(nb)
     for index, cell in enumerate(nb.cells):
         if is_test_cell(cell):
             gid = grade_id(cell)
@@ -377,6 +372,7 @@ def judge_notebook(nb: nbformat.NotebookNode, expected: dict[str, list[tuple[str
             rewrite_test_cell(cell, verdict)
         elif index in timed_out and cell.get("cell_type") == "code":
             cell.setdefault("outputs", []).append(timed_out_output(timed_out[index]))
+            mark(cell)
     return found
 
 

@@ -21,7 +21,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 
 from grader.cells import grade_id, is_test
 from grader.grade.state import NotebookState
-from grader.grade.verdict import VERDICT_MARK
+from grader.grade.marks import mark
 
 CHOICES = ("all", "total", "visible")
 VISIBLE_LABEL = "可见测试"   # how verdict.py's reasons name a visible test
@@ -49,11 +49,8 @@ class Showing:
 def _early_mark(passed_visible: bool, reason: str):
     if passed_visible:
         text = "评分：可见测试通过；隐藏测试的结果在截止后公布。"
-        mark = nbformat.v4.new_output("display_data", data={"text/plain": text})
-    else:
-        mark = nbformat.v4.new_output("error", ename="评分未通过", evalue=reason, traceback=[f"评分未通过：{reason}"])
-    mark.setdefault("metadata", {})[VERDICT_MARK] = True
-    return mark
+        return nbformat.v4.new_output("display_data", data={"text/plain": text})
+    return nbformat.v4.new_output("error", ename="评分未通过", evalue=reason, traceback=[f"评分未通过：{reason}"])
 
 
 def visible_only(nb, verdicts: dict) -> tuple[int, int]:
@@ -66,6 +63,7 @@ def visible_only(nb, verdicts: dict) -> tuple[int, int]:
         verdict = verdicts.get(grade_id(cell))
         shown_fail = verdict is not None and not verdict.passed and verdict.reason.startswith(VISIBLE_LABEL)
         cell.outputs = [_early_mark(not shown_fail, verdict.reason if shown_fail else "")]
+        mark(cell)
         cell.metadata.nbgrader["grade"] = False
         cells, passing = cells + 1, passing + (not shown_fail)
     return passing, cells
