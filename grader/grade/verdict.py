@@ -10,8 +10,9 @@ torch.allclose or a replaced run_test changes what the cell shows, not the recor
 judge_notebook(nb, expected) decides every test cell and rewrites its outputs for the people who read
 it: what the student's code printed stays (capped, stderr relabelled), its errors become text (the
 instructor's copy keeps a failing check's report), its records go, and the verdict is appended (a pass
-mark, or an error output naming what went wrong; marks.py records which outputs are the grader's). The score reaches the gradebook from the returned
-verdicts (gradebook.py), not from those outputs. nbgrader's step for it is TrustedVerdict (lists.EXECUTE).
+mark, or an error output naming what went wrong; marks.py records which outputs are the grader's). The
+score reaches the gradebook from the returned verdicts (gradebook.py), not from those outputs.
+nbgrader's step for it is TrustedVerdict (lists.EXECUTE).
 """
 from __future__ import annotations
 
