@@ -73,7 +73,7 @@ LANES = {
     "sandbox levels": ["test_sandbox"],
     "cgroup v2 guest": ["test_cgroup_v2"],
     "hub and service": ["test_serve", "test_serve_trust", "test_hub", "test_lab"],
-    "browser": ["test_accessibility", "test_offline_site", "test_site", "test_cloze_browser"],
+    "browser": ["test_accessibility", "test_offline_site", "test_site", "test_site_reader", "test_cloze_browser"],
 }
 LANE_OF = {module: lane for lane, modules in LANES.items() for module in modules}
 OTHER = "other"

@@ -19,7 +19,10 @@ It also makes the site work from its own folder with no network and wires the co
   (book/frameworks.md) have no launch buttons; a button that needs an address _config.yml does not
   set yet is left out, and the notebook links download (launch.py);
 - the header buttons' tooltips in the site's own Simplified Chinese (the theme's zh_CN catalogue
-  mixes in Traditional usage: "列印成 PDF");
+  mixes in Traditional usage: "列印成 PDF"), the search box's placeholder too;
+- the sidebar buttons a reader sees open the chapter list and the page's contents at every width
+  (static/course/sidebar-toggles.js; templates/toggle-*-sidebar.html name them in Chinese);
+- search finds Chinese words (chinese_search.py: jieba in the index, the query cut against it);
 - dist/agentrl_ref-<version>-py3-none-any.whl: the course package, which the setup cell of every
   student notebook installs from the site (html.baseurl in _config.yml) where it is missing;
 - accessibility (checked with axe-core by tests/test_accessibility.py): three theme components
@@ -45,6 +48,7 @@ ROOT = HERE.parents[1]
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
+import chinese_search  # noqa: E402
 import cloze_directive  # noqa: E402
 import execution_cache  # noqa: E402
 import launch  # noqa: E402
@@ -78,6 +82,8 @@ def use_offline_assets(app, config) -> None:
     """Fetch (once) the pinned offline assets and serve them and the course's own static files."""
     # pydata-sphinx-theme logs a console error on every page when no default mode is set
     config.html_context = {"default_mode": "auto", **config.html_context}
+    # the search box's placeholder (the book theme's is English: "Search this book...")
+    config.html_theme_options = {**config.html_theme_options, "search_bar_text": "搜索本书……"}
     # our component overrides (templates/) come before the themes' own
     config.templates_path = [str(HERE / "templates")] + list(config.templates_path)
     static = offline_assets.ensure()
@@ -306,6 +312,8 @@ def setup(app):
     app.connect("build-finished", copy_site_files)
     app.connect("build-finished", write_index_page, priority=400)  # before sphinx-external-toc's
     app.add_css_file("course/site.css")
+    app.add_js_file("course/sidebar-toggles.js")
+    chinese_search.setup(app)
     cloze_directive.setup(app)
     execution_cache.setup(app)
     launch.setup(app)
