@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import chinese_search  # book/_ext
 import pytest
 
 WIDTHS = {"desktop": (1366, 900), "tablet": (900, 1000), "phone": (390, 844)}
@@ -31,10 +32,9 @@ def _open(browser, site_url, size, path=PAGE):
     return page, errors
 
 
-def _visible_toggle(page, kind: str):
+def _visible_toggles(page, kind: str) -> list:
     toggles = page.locator(f".{kind}-toggle")
-    shown = [toggles.nth(i) for i in range(toggles.count()) if toggles.nth(i).is_visible()]
-    return shown
+    return [toggles.nth(i) for i in range(toggles.count()) if toggles.nth(i).is_visible()]
 
 
 def _chapter_link(page):
@@ -45,7 +45,7 @@ def _chapter_link(page):
 @pytest.mark.parametrize("size", WIDTHS)
 def test_the_chapter_list_opens_and_closes_from_the_button_one_sees(size, browser, site_url, artifacts):
     page, errors = _open(browser, site_url, size)
-    (button,) = _visible_toggle(page, "primary")
+    (button,) = _visible_toggles(page, "primary")
     assert button.get_attribute("aria-label") == "章节目录"
     shown_before = _chapter_link(page).is_visible()
     assert shown_before == (WIDTHS[size][0] >= THEMES_WIDE), "the chapter list's place at this width"
@@ -73,7 +73,7 @@ def test_the_chapter_list_opens_and_closes_from_the_button_one_sees(size, browse
 def test_the_page_contents_are_reachable_at_every_width(size, browser, site_url, artifacts):
     page, errors = _open(browser, site_url, size)
     contents = page.locator("nav.page-toc a.nav-link").first
-    shown = _visible_toggle(page, "secondary")
+    shown = _visible_toggles(page, "secondary")
     if contents.is_visible():  # wide: the contents sit beside the page, no button needed
         assert not shown
     else:
@@ -126,7 +126,7 @@ def test_the_search_box_and_sidebar_buttons_speak_chinese(size, browser, site_ur
     page.keyboard.press("Control+k")
     box = page.locator("dialog#pst-search-dialog input[name=q], .search-button__wrapper.show input[name=q]").first
     box.wait_for(state="visible")
-    assert box.get_attribute("placeholder") == "搜索本书……"
+    assert box.get_attribute("placeholder") == chinese_search.PLACEHOLDER
     titles = page.locator(".sidebar-toggle").evaluate_all("bs => bs.map(b => b.title || b.ariaLabel || '')")
     assert all(re.search(r"[\u4e00-\u9fff]", t) for t in titles), titles
     assert not errors, errors

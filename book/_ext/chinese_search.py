@@ -36,7 +36,7 @@ var splitQuery = (query) => {
     while (at < run.length) {
       let end = Math.min(run.length, at + %(longest)d);
       while (end > at + 1 && !known(run.slice(at, end))) end -= 1;
-      if (end > at + 1 || known(run[at])) {
+      if (end > at + 1) {
         if (unknown.length > 1) return {missing: unknown};
         unknown = "";
         words.push(run.slice(at, end));
@@ -76,5 +76,13 @@ class CourseChinese(SearchChinese):
         super().init(options)
 
 
+PLACEHOLDER = "搜索本书……"  # the book theme's is English: "Search this book..."
+
+
+def chinese_placeholder(app, config) -> None:
+    config.html_theme_options = {**config.html_theme_options, "search_bar_text": PLACEHOLDER}
+
+
 def setup(app):
     app.add_search_language(CourseChinese)
+    app.connect("config-inited", chinese_placeholder)

@@ -19,10 +19,11 @@ It also makes the site work from its own folder with no network and wires the co
   (book/frameworks.md) have no launch buttons; a button that needs an address _config.yml does not
   set yet is left out, and the notebook links download (launch.py);
 - the header buttons' tooltips in the site's own Simplified Chinese (the theme's zh_CN catalogue
-  mixes in Traditional usage: "列印成 PDF"), the search box's placeholder too;
+  mixes in Traditional usage: "列印成 PDF");
 - the sidebar buttons a reader sees open the chapter list and the page's contents at every width
   (static/course/sidebar-toggles.js; templates/toggle-*-sidebar.html name them in Chinese);
-- search finds Chinese words (chinese_search.py: jieba in the index, the query cut against it);
+- search finds Chinese words and says so in Chinese (chinese_search.py: jieba in the index, the query
+  cut against it, the search box's placeholder);
 - dist/agentrl_ref-<version>-py3-none-any.whl: the course package, which the setup cell of every
   student notebook installs from the site (html.baseurl in _config.yml) where it is missing;
 - accessibility (checked with axe-core by tests/test_accessibility.py): three theme components
@@ -82,8 +83,6 @@ def use_offline_assets(app, config) -> None:
     """Fetch (once) the pinned offline assets and serve them and the course's own static files."""
     # pydata-sphinx-theme logs a console error on every page when no default mode is set
     config.html_context = {"default_mode": "auto", **config.html_context}
-    # the search box's placeholder (the book theme's is English: "Search this book...")
-    config.html_theme_options = {**config.html_theme_options, "search_bar_text": "搜索本书……"}
     # our component overrides (templates/) come before the themes' own
     config.templates_path = [str(HERE / "templates")] + list(config.templates_path)
     static = offline_assets.ensure()

@@ -6,7 +6,7 @@
  * the book theme's layout. The visible buttons in the article header got no handler, so they did nothing at
  * any width (pydata-sphinx-theme issue 2451). Here every other toggle hands its click to that first button,
  * which carries both themes' handlers (pinned versions: a theme that wired every toggle itself would get
- * two clicks; tests/test_site.py opens and closes both at three widths).
+ * two clicks; tests/test_site_reader.py opens and closes both at three widths).
  */
 document.addEventListener("DOMContentLoaded", () => {
   ["primary-toggle", "secondary-toggle"].forEach((kind) => {
