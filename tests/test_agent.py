@@ -490,7 +490,7 @@ def test_sft_done_ahead_gives_the_same_ablations_and_is_dropped_when_the_parts_c
     assert {k: r.after.correct for k, r in again.runs.items()} == {k: r.after.correct for k, r in plain.runs.items()}
 
 
-def test_figures_are_in_chinese_without_a_missing_glyph_and_the_episode_renders(tiny_run, tiny_ablations):
+def test_figures_are_in_chinese_without_a_missing_glyph_and_the_episode_renders(tiny_run, tiny_ablations, artifacts):
     """Every figure of the page drawn to PNG: its title, axes and legend in Chinese, and no glyph falling back to a
     box (matplotlib warns "Glyph ... missing from font(s)"; make deps installs fonts-noto-cjk)."""
     import io
@@ -513,9 +513,13 @@ def test_figures_are_in_chinese_without_a_missing_glyph_and_the_episode_renders(
         for fig in figs:
             fig.savefig(io.BytesIO(), format="png")
     assert not [str(w.message) for w in caught if "missing" in str(w.message)]
-    for fig in figs:
+    from agentrl_ref.teaching.shared.page_figure import page_problems
+
+    for name, fig in zip(("curves", "differences", "versions", "cliff", "schedule"), figs):
         texts = [t.get_text() for t in fig.findobj(matplotlib.text.Text) if t.get_text()]
         assert any(any("\u4e00" <= ch <= "\u9fff" for ch in text) for text in texts), texts
+        assert not page_problems(fig), (name, page_problems(fig))  # drawn for the book's column
+        fig.savefig(artifacts / f"figure-ex7-{name}.png", bbox_inches="tight")
         plt.close(fig)
     from agentrl_ref.teaching.ex7_agent_grpo import offpolicy_details
 

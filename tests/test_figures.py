@@ -156,3 +156,32 @@ def test_the_project_installs_the_font_the_figures_use():
         assert target in makefile
     if Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc").is_file():
         assert cjk.cjk_font() == "Noto Sans CJK SC"
+
+
+@pytest.mark.parametrize("name", FIGURES)
+def test_figure_is_drawn_for_the_books_column(name):
+    """Text at least page_figure.MIN_TEXT_PX as a desktop reader sees it, no legend on the data, and a title (the
+    caption and the alt text the book gives the figure: book/_ext/figure_captions.py)."""
+    from agentrl_ref.teaching.shared.page_figure import COLUMN_PX, page_problems, saved_width_px
+
+    fig = _draw(FIGURES[name])
+    try:
+        assert not page_problems(fig), (name, page_problems(fig))
+        assert saved_width_px(fig) <= COLUMN_PX + 2, name  # shown unscaled: its text is as big as drawn
+    finally:
+        plt.close(fig)
+
+
+def test_the_checks_catch_what_the_book_had():
+    """page_problems on a figure like exercise 5's before: 10-inch wide at 110 dpi, legend over the curves."""
+    from agentrl_ref.teaching.shared.page_figure import page_problems, title_of
+
+    fig, ax = plt.subplots(figsize=(10, 4), dpi=110)
+    ax.plot([0, 1, 2], [0, 0.05, 0.1], label="curve")
+    ax.legend(loc="lower left", fontsize=7.5)
+    problems = page_problems(fig)
+    assert any(p.startswith("text ") for p in problems) and any(p.startswith("legend on the data") for p in problems)
+    assert "no title (the caption and the alt text come from it)" in problems
+    ax.set_title("左", loc="left")
+    assert title_of(fig) == "左"
+    plt.close(fig)

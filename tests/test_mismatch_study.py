@@ -65,7 +65,7 @@ def test_the_arms_weights():
         _weights("other", trainer, sampler, mask, cfg)
 
 
-def test_a_tiny_study_gives_tables_verdicts_and_a_figure(tiny_study):
+def test_a_tiny_study_gives_tables_verdicts_and_a_figure(tiny_study, artifacts):
     from agentrl_ref.teaching.ex9_rollout_correction.plots import plot_gap
     from agentrl_ref.teaching.ex9_rollout_correction.tables import (
         arm_verdicts, arms_table, gap_summary, gap_table, verdicts_markdown,
@@ -80,6 +80,10 @@ def test_a_tiny_study_gives_tables_verdicts_and_a_figure(tiny_study):
     assert "k3 KL" in gap_summary(tiny_study)
     fig = plot_gap(tiny_study)
     assert len(fig.axes) == 2
+    from agentrl_ref.teaching.shared.page_figure import page_problems
+
+    assert not page_problems(fig), page_problems(fig)
+    fig.savefig(artifacts / "figure-ex9-gap.png", bbox_inches="tight")
     import matplotlib.pyplot as plt
     plt.close(fig)
 

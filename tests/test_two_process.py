@@ -360,9 +360,12 @@ def test_the_throughput_section_measures_every_setting_and_evaluates_every_versi
         for fig in figs:
             fig.savefig(io.BytesIO(), format="png")
     assert not [str(w.message) for w in caught if "missing" in str(w.message)]
+    from agentrl_ref.teaching.shared.page_figure import page_problems
+
     for fig in figs:
         texts = [t.get_text() for t in fig.findobj(matplotlib.text.Text)]
         assert any(any("\u4e00" <= ch <= "\u9fff" for ch in text) for text in texts), texts
+        assert not page_problems(fig), page_problems(fig)  # drawn for the book's column
         plt.close(fig)
     with pytest.raises(ValueError, match="synchronous"):
         measure_throughput(start, staleness=(1, 2), base=cfg)

@@ -135,7 +135,9 @@ def plot_reject_times(times: dict[str, list[float]]):
 
     from agentrl_ref.teaching.shared.cjk import zh
 
-    fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=110)
+    from agentrl_ref.teaching.shared.page_figure import DPI
+
+    fig, ax = plt.subplots(figsize=(6.6, 4.2), dpi=DPI)
     lengths = times["length"]
     for name, seconds in times.items():
         if name == "length":

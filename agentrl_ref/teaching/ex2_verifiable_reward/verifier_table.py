@@ -292,7 +292,9 @@ def plot_verifiers(results: Sequence[VerifierComparison]):
              "false negative": ("tab:orange", zh("漏判", "false negative")),
              "false positive": ("tab:red", zh("误判", "false positive"))}
     labels = {REFERENCE_NAME: zh("参考实现（agentrl_ref）", "reference (agentrl_ref)")}
-    fig, ax = plt.subplots(figsize=(8, 3.2), dpi=110)
+    from agentrl_ref.teaching.shared.page_figure import DPI, WIDTH_IN
+
+    fig, ax = plt.subplots(figsize=(WIDTH_IN, 3.4), dpi=DPI)
     for row, (_name, _label, verdict, seconds) in enumerate(VERIFIERS):
         times = [getattr(r, seconds) for r in results]
         for k, (r, t) in enumerate(zip(results, times)):

@@ -33,25 +33,26 @@ def token_label(piece: str) -> str:
     return "".join(out)
 
 
-def plot_mask_heatmap(chat: TokenizedChat, mask: list[int], shifted: list[int], per_row: int = 29):
+def plot_mask_heatmap(chat: TokenizedChat, mask: list[int], shifted: list[int], per_row: int = 31):
     """Two rows per panel, one column per token t: mask[t] and shifted[t] = mask[t+1].
 
     Tick labels are the tokens, coloured by role; thin vertical lines separate messages.
     The shifted row has no value at the last token (no next token to predict): drawn empty.
-    Sized to be shown unscaled in a book page (about 700 px wide), so the token labels stay legible.
+    Sized to be shown unscaled in the book's column (page_figure.COLUMN_PX), so every label stays legible.
     """
     import matplotlib.pyplot as plt
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Patch
 
     from agentrl_ref.teaching.shared.cjk import zh
+    from agentrl_ref.teaching.shared.page_figure import DPI
 
     n = len(chat)
     if len(mask) != n or len(shifted) != n - 1:
         raise ValueError(f"need len(mask) == {n} and len(shifted) == {n - 1}, got {len(mask)} and {len(shifted)}")
     panels = max(1, math.ceil(n / per_row))
     cmap = ListedColormap(list(MASK_COLORS)).with_extremes(bad="white")
-    fig, axes = plt.subplots(panels, 1, figsize=(0.18 * per_row + 1.1, 1.75 * panels + 0.75), dpi=110, squeeze=False)
+    fig, axes = plt.subplots(panels, 1, figsize=(0.2 * per_row + 1.2, 1.9 * panels + 0.8), dpi=DPI, squeeze=False)
     for p, ax in enumerate(axes[:, 0]):
         lo, hi = p * per_row, min(n, (p + 1) * per_row)
         grid = [[float(mask[t]) for t in range(lo, hi)],
@@ -61,16 +62,16 @@ def plot_mask_heatmap(chat: TokenizedChat, mask: list[int], shifted: list[int], 
             for col, t in enumerate(range(lo, hi)):
                 value = grid[row][col]
                 text = "-" if math.isnan(value) else str(int(value))
-                ax.text(col, row, text, ha="center", va="center", fontsize=6.5,
+                ax.text(col, row, text, ha="center", va="center", fontsize=8,
                         color="white" if value == 1 else "#555555")
-        ax.set_yticks([0, 1], ["mask[t]", "shifted[t]\n=mask[t+1]"], fontsize=7)
+        ax.set_yticks([0, 1], ["mask[t]", "shifted[t]\n=mask[t+1]"], fontsize=8)
         ax.set_xticks(range(hi - lo), [token_label(chat.pieces[t]) for t in range(lo, hi)],
-                      rotation=90, fontsize=7, family="monospace")
+                      rotation=90, fontsize=8, family="monospace")
         for label, t in zip(ax.get_xticklabels(), range(lo, hi)):
             label.set_color(ROLE_COLORS[chat.roles[t]])
         top = ax.secondary_xaxis("top")
         ticks = [col for col, t in enumerate(range(lo, hi)) if t % 5 == 0]
-        top.set_xticks(ticks, [str(lo + col) for col in ticks], fontsize=6.5)
+        top.set_xticks(ticks, [str(lo + col) for col in ticks], fontsize=8)
         top.tick_params(length=2)
         for col, t in enumerate(range(lo, hi)):
             if t > 0 and chat.message[t] != chat.message[t - 1]:
@@ -84,18 +85,22 @@ def plot_mask_heatmap(chat: TokenizedChat, mask: list[int], shifted: list[int], 
     fig.tight_layout(rect=(0, 0, 1, 1.0 - 0.78 / height), h_pad=0.4)  # before the title: it would reserve room for it
     fig.suptitle(zh("一段分好词的 ChatML 对话上的 loss mask\n（上方的数字：token 下标 t）",
                     "Loss mask over a tokenized ChatML conversation\n(numbers on top: token index t)"),
-                 fontsize=9, y=1.0 - 0.04 / height, va="top")
+                 fontsize=10, y=1.0 - 0.04 / height, va="top")
     handles = [Patch(color=MASK_COLORS[1], label=zh("1 = 计入 loss", "1 = in the loss")),
                Patch(color=MASK_COLORS[0], label=zh("0 = 不计入", "0 = masked"))]
     handles += [Patch(color=color, label=zh(f"{role}（标签的颜色）", f"{role} (label colour)"))
                 for role, color in ROLE_COLORS.items()]
-    fig.legend(handles=handles, loc="upper center", ncol=3, fontsize=7, frameon=False,
+    fig.legend(handles=handles, loc="upper center", ncol=3, fontsize=8, frameon=False,
                bbox_to_anchor=(0.5, 1.0 - 0.36 / height), handlelength=1.2, columnspacing=1.2)
     return fig
 
 
 def _cell(piece: str) -> str:
     return "`" + token_label(piece).replace("|", "\\|") + "`"
+
+
+# the parts of a message (chat_template.PARTS) as the tables head them: the Chinese word, then the name the code uses
+PART_ZH = {"header": "头部", "content": "正文", "end": "结束符", "sep": "分隔"}
 
 
 def boundary_table(chat: TokenizedChat, mask: list[int], shifted: list[int], message: int) -> str:
@@ -118,11 +123,11 @@ def boundary_table(chat: TokenizedChat, mask: list[int], shifted: list[int], mes
         if t is None:
             rows.append(["…", "…", None, None, None, None])
             continue
-        nxt = _cell(chat.pieces[t + 1]) if t + 1 < len(chat) else "(nothing)"
+        nxt = _cell(chat.pieces[t + 1]) if t + 1 < len(chat) else "（没有了）"
         sh = str(shifted[t]) if t < len(shifted) else "—"
         rows.append([str(t), _cell(chat.pieces[t]), f"{chat.roles[t]} / {chat.parts[t]}", str(mask[t]),
                      f"**{sh}**", nxt])
-    header = ["t", "token", "role / part", "mask[t]", "shifted[t] = mask[t+1]", "logits[t] predict"]
+    header = ["t", "token", "角色 / 部分", "mask[t]", "shifted[t] = mask[t+1]", "logits[t] 要预测的 token"]
     return markdown_table(header, rows, ["r", "", "", "c", "c", ""])
 
 
@@ -141,5 +146,6 @@ def message_table(chat: TokenizedChat, mask: list[int], other: tuple[str, list[i
         trained = [str(sum(m[t] for t in positions)) for m in masks]
         rows.append([str(index), f"{chat.roles[positions[0]]}", *map(str, counts), *trained])
     rows.append(["合计", None, *(str(chat.parts.count(p)) for p in PARTS), *(str(sum(m)) for m in masks)])
-    header = ["消息", "角色", *PARTS, "本题训练的 token"] + ([other[0]] if other else [])
+    header = ["消息", "角色", *(f"{PART_ZH[part]} {part}" for part in PARTS), "本题训练的 token"]
+    header += [other[0]] if other else []
     return markdown_table(header, rows, ["r", "", *["r"] * len(PARTS), *["r"] * len(masks)])

@@ -34,11 +34,13 @@ def plot_results(results: dict[str, SimResult], title: str | None = None):
     import matplotlib.pyplot as plt
 
     from agentrl_ref.teaching.shared.cjk import zh
+    from agentrl_ref.teaching.shared.page_figure import DPI, WIDTH_IN
 
     names = {label: zh(*MODE_NAMES.get(label, (label, label))) for label in results}
     labels = list(results)
-    fig = plt.figure(figsize=(10.5, 7.6), dpi=100)
-    grid = fig.add_gridspec(3, 3, height_ratios=[2.0, 0.55 + 0.25 * len(labels), 2.2], hspace=0.55, wspace=0.38)
+    fig = plt.figure(figsize=(WIDTH_IN, 8.4), dpi=DPI)
+    grid = fig.add_gridspec(3, 3, height_ratios=[2.0, 0.55 + 0.25 * len(labels), 2.2], hspace=0.7, wspace=0.5,
+                            width_ratios=[1.0, 1.4, 1.0])
     ax_occ = fig.add_subplot(grid[0, :])
     ax_tl = fig.add_subplot(grid[1, :], sharex=ax_occ)
     ax_busy = fig.add_subplot(grid[2, 0])
@@ -52,15 +54,14 @@ def plot_results(results: dict[str, SimResult], title: str | None = None):
         ax_occ.step(r.occupancy_t[:shown], r.occupancy_n[:shown], where="post", color=_color(label, i), lw=1.4,
                     label=names[label])
     first = next(iter(results.values())).config
-    ax_occ.axhline(first.batch_size, color="0.4", ls=":", lw=1)
-    ax_occ.text(window, first.batch_size, zh(" batch 大小", " batch size"), va="center", ha="left", fontsize=8,
-                color="0.3", clip_on=False)
+    ax_occ.axhline(first.batch_size, color="0.4", ls=":", lw=1, label=zh("batch 大小", "batch size"))
     ax_occ.set_xlim(0, window)
     ax_occ.set_ylim(bottom=0)
     ax_occ.set_ylabel(zh("队列里的轨迹数", "trajectories in buffer"))
     ax_occ.set_title(zh(f"队列占用（模拟时间的前 {window:.0f} 秒）",
-                        f"Buffer occupancy (first {window:.0f} simulated seconds)"), fontsize=10)
-    ax_occ.legend(loc="upper right", fontsize=8, ncols=len(labels))
+                        f"Buffer occupancy (first {window:.0f} simulated seconds)"), fontsize=10, loc="right")
+    ax_occ.legend(loc="lower left", bbox_to_anchor=(0, 1.0), fontsize=8, ncols=len(labels) + 1, frameon=False,
+                  borderaxespad=0.2)
     ax_occ.grid(alpha=0.3)
 
     # trainer timeline: filled while training, gaps while waiting for a batch
@@ -80,9 +81,9 @@ def plot_results(results: dict[str, SimResult], title: str | None = None):
         xs = [j - 0.4 + width * (i + 0.5) for j in range(2)]
         values = [r.trainer_busy, r.worker_busy]
         bars = ax_busy.bar(xs, values, width, color=_color(label, i))
-        ax_busy.bar_label(bars, labels=[f"{v:.0%}" for v in values], fontsize=7, padding=1)
+        ax_busy.bar_label(bars, labels=[f"{v:.0%}" for v in values], fontsize=8, padding=1)
     ax_busy.set_xticks([0, 1], ["trainer", zh("worker 们", "workers")])
-    ax_busy.set_ylim(0, 1.15)
+    ax_busy.set_ylim(0, 1.2)
     ax_busy.set_yticks([0, 0.25, 0.5, 0.75, 1.0], ["0%", "25%", "50%", "75%", "100%"])
     ax_busy.set_title(zh("忙碌比例（实测）", "Busy fraction (measured)"), fontsize=10)
 
@@ -92,10 +93,10 @@ def plot_results(results: dict[str, SimResult], title: str | None = None):
         xs = [j - 0.4 + width * (i + 0.5) for j in range(len(kinds))]
         values = [r.trained, r.dropped_overflow, r.dropped_stale]
         bars = ax_count.bar(xs, values, width, color=_color(label, i))
-        ax_count.bar_label(bars, fontsize=7, padding=1)
+        ax_count.bar_label(bars, fontsize=8, padding=2, rotation=90 if max(values) >= 100 else 0)  # 1600 1600 collide
     ax_count.set_xticks(range(len(kinds)), [zh("训练了", "trained"), zh("丢弃：\n队列满", "dropped:\noverflow"),
                                             zh("丢弃：\n过期", "dropped:\nstale")])
-    ax_count.margins(y=0.15)
+    ax_count.margins(y=0.2)
     ax_count.set_title(zh("轨迹去了哪里", "Trajectories"), fontsize=10)
 
     # policy-version lag at training time
@@ -109,8 +110,8 @@ def plot_results(results: dict[str, SimResult], title: str | None = None):
     ax_lag.set_xlabel(zh("trainer 的版本 − 轨迹的版本", "trainer version - trajectory version"))
     ax_lag.set_ylabel(zh("占训练过的轨迹的比例", "share of trained trajectories"))
     ax_lag.set_title(zh("policy 版本差", "Policy-version lag"), fontsize=10)
-    ax_lag.set_ylim(0, 1.18)
-    ax_lag.legend(fontsize=7, loc="upper right", ncols=len(labels))
+    ax_lag.set_ylim(0, 1.45)
+    ax_lag.legend(fontsize=8, loc="upper right", ncols=1)
 
     c = first
     subtitle = zh(f"worker {c.n_workers} 个  生成 {c.gen_time:g} 秒（离散度 {c.gen_spread:g}）  "
@@ -118,5 +119,5 @@ def plot_results(results: dict[str, SimResult], title: str | None = None):
                   f"max_staleness={c.max_staleness}  {c.n_steps} 步",
                   f"workers={c.n_workers}  gen={c.gen_time:g}s (cv {c.gen_spread:g})  train step={c.train_time:g}s  "
                   f"batch={c.batch_size}  capacity={c.capacity}  max_staleness={c.max_staleness}  steps={c.n_steps}")
-    fig.suptitle((title + "\n" if title else "") + subtitle, fontsize=9.5)
+    fig.suptitle((title + "\n" if title else "") + subtitle, fontsize=9)
     return fig

@@ -87,10 +87,11 @@ def plot_length_rewards(curves: dict[str, list[float]] | None = None):
     import matplotlib.pyplot as plt
 
     from agentrl_ref.teaching.shared.cjk import zh
+    from agentrl_ref.teaching.shared.page_figure import DPI, WIDTH_IN
 
     curves = curves or length_curves()
     x = curves["ratio"]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10.0, 4.0), dpi=110, sharey=True)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(WIDTH_IN, 5.6), dpi=DPI, sharey=True)
     green, red = "tab:green", "tab:red"
 
     left.plot(x, curves["course correct"], color=green, lw=2.2,
@@ -121,7 +122,7 @@ def plot_length_rewards(curves: dict[str, list[float]] | None = None):
         ax.set_xlim(0.0, x[-1])
         ax.set_ylim(-2.15, 1.15)
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7.5, loc="lower left")
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(-0.02, -0.16), frameon=False)  # off the curves
     left.set_ylabel(zh("奖励", "reward"))
     fig.tight_layout()
     return fig

@@ -105,10 +105,11 @@ def plot_strategies(trajectories: Sequence[Trajectory], seq_reward: float = 1.0)
     import matplotlib.pyplot as plt
 
     from agentrl_ref.teaching.shared.cjk import zh
+    from agentrl_ref.teaching.shared.page_figure import DPI, WIDTH_IN
 
     colors = {"last token": "tab:blue", "uniform": "tab:orange", "KL-weighted": "tab:green"}
     widths = [max(len(t.mask), 12) for t in trajectories]
-    fig, axes = plt.subplots(len(STRATEGIES), len(trajectories), figsize=(11, 6.6), dpi=110, sharey="row",
+    fig, axes = plt.subplots(len(STRATEGIES), len(trajectories), figsize=(WIDTH_IN, 7.0), dpi=DPI, sharey="row",
                              gridspec_kw={"width_ratios": widths}, squeeze=False)
     all_rewards = [credit(traj, seq_reward) for traj in trajectories]
     for col, (traj, rewards) in enumerate(zip(trajectories, all_rewards)):
@@ -201,8 +202,9 @@ def plot_outcome_credit(group: Group, traj: Trajectory, advantage: float, beta: 
     import numpy as np
 
     from agentrl_ref.teaching.shared.cjk import zh
+    from agentrl_ref.teaching.shared.page_figure import DPI, WIDTH_IN
 
-    fig, (ax_a, ax_b, ax_c) = plt.subplots(3, 1, figsize=(10, 10.5), dpi=110)
+    fig, (ax_a, ax_b, ax_c) = plt.subplots(3, 1, figsize=(WIDTH_IN, 12.0), dpi=DPI)
 
     # (a) GRPO: each completion's advantage on every one of its tokens
     token_adv = broadcast_to_tokens(group.advantages, group.mask).numpy()
@@ -238,7 +240,7 @@ def plot_outcome_credit(group: Group, traj: Trajectory, advantage: float, beta: 
     ax_b.set_ylabel(zh("回报 G_t", "return G_t"))
     ax_b.set_title(zh(f"(b) A = {advantage:.2f} 只记在最后一个 token 上",
                       f"(b) A = {advantage:.2f} stored at the last token"))
-    ax_b.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    ax_b.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
 
     # (c) what PPO really puts into the per-token reward (not a KL-weighted split of the sequence reward)
     _shade_untrained(ax_c, traj.mask)
@@ -252,7 +254,7 @@ def plot_outcome_credit(group: Group, traj: Trajectory, advantage: float, beta: 
     ax_c.set_xlabel(zh("token 位置", "token position"))
     ax_c.set_ylabel(zh("回报 G_t", "return G_t"))
     ax_c.set_title(zh("(c) PPO 式的奖励：每个 token 上的 KL", "(c) PPO-style reward, KL per token"))
-    ax_c.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    ax_c.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
 
     fig.tight_layout()
     return fig

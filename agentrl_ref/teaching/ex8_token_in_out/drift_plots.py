@@ -20,12 +20,14 @@ def plot_ratios(study, clip: float = 0.2):
     """Scatter of log p_trainer against log p_sampler (see the module docstring)."""
     import matplotlib.pyplot as plt
 
+    from agentrl_ref.teaching.shared.page_figure import DPI
+
     kept = [(s, k) for c in study.completions for s, k in zip(c.sampler_logprobs, c.kept_logprobs)]
     retok = [(c.sampler_logprobs[c.drift], c.retok_logprobs[c.drift]) for c in study.drifted
              if c.drift < len(c.ids) and c.drift < len(c.retok_logprobs)]
     values = [v for pair in kept + retok for v in pair]
     low = min(values, default=-1.0) - 0.5
-    fig, ax = plt.subplots(figsize=(5.2, 4.8), dpi=100)
+    fig, ax = plt.subplots(figsize=(5.6, 5.2), dpi=DPI)
     line = [low, 0.0]
     band = f"[{1 - clip:g}, {1 + clip:g}]"
     ax.fill_between(line, [x + math.log(1 - clip) for x in line], [x + math.log(1 + clip) for x in line],
@@ -42,11 +44,11 @@ def plot_ratios(study, clip: float = 0.2):
                             f"retokenized: first drifted position ({len(retok)})"))
     ax.set_xlim(low, 0.2)
     ax.set_ylim(low, 0.2)
-    ax.set_xlabel(zh("采样器的 log-prob（采样出的 id）", "sampler log-prob (sampled id)"), fontsize=8)
-    ax.set_ylabel(zh("trainer 的 log-prob（trainer 看到的 id）", "trainer log-prob (id the trainer sees)"), fontsize=8)
-    ax.set_title(zh("同一份权重，第一次更新之前", "Same weights, before the first update"), fontsize=9)
-    ax.tick_params(labelsize=7)
+    ax.set_xlabel(zh("采样器的 log-prob（采样出的 id）", "sampler log-prob (sampled id)"), fontsize=9)
+    ax.set_ylabel(zh("trainer 的 log-prob（trainer 看到的 id）", "trainer log-prob (id the trainer sees)"), fontsize=9)
+    ax.set_title(zh("同一份权重，第一次更新之前", "Same weights, before the first update"), fontsize=10)
+    ax.tick_params(labelsize=8)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=1, frameon=False)
     fig.tight_layout()
     return fig
