@@ -3,6 +3,7 @@ open from the buttons one sees, search finds Chinese words, the interface speaks
 from __future__ import annotations
 
 import re
+from urllib.parse import unquote
 
 import chinese_search  # book/_ext
 import pytest
@@ -87,7 +88,7 @@ def test_the_page_contents_are_reachable_at_every_width(size, browser, site_url,
         contents.click()
         page.wait_for_timeout(400)
         assert not contents.is_visible(), f"{size}: following a heading of the contents left the dialog open"
-        assert page.url.endswith(target)
+        assert unquote(page.url).endswith(target)
     assert not errors, errors
     page.close()
 
@@ -129,5 +130,92 @@ def test_the_search_box_and_sidebar_buttons_speak_chinese(size, browser, site_ur
     assert box.get_attribute("placeholder") == chinese_search.PLACEHOLDER
     titles = page.locator(".sidebar-toggle").evaluate_all("bs => bs.map(b => b.title || b.ariaLabel || '')")
     assert all(re.search(r"[\u4e00-\u9fff]", t) for t in titles), titles
+    assert not errors, errors
+    page.close()
+
+
+def _exercise_pages(built_site) -> list[str]:
+    return sorted(p.relative_to(built_site).as_posix() for p in (built_site / "book").glob("ex*.html"))
+
+
+@pytest.mark.parametrize("size", ["desktop", "phone"])
+def test_no_line_of_code_one_is_asked_to_read_is_clipped(size, browser, site_url, built_site):
+    """Code on the pages (TODOs, hints, answers) wraps at the block's edge; only cell outputs keep their columns
+    and scroll inside their own box (a table of numbers must not wrap)."""
+    clipped = {}
+    for path in _exercise_pages(built_site) + ["book/cloze.html", "book/frameworks.html"]:
+        page, errors = _open(browser, site_url, size, path)
+        cut = page.evaluate("""() => [...document.querySelectorAll('article pre')]
+            .filter(pre => !pre.closest('.cell_output') && pre.scrollWidth > pre.clientWidth + 1)
+            .map(pre => pre.textContent.split('\\n').find(line => line.length > 40) || pre.textContent.slice(0, 60))""")
+        if cut:
+            clipped[path] = cut[:3]
+        assert not errors, (path, errors)
+        page.close()
+    assert not clipped, clipped
+
+
+def test_every_figure_has_a_numbered_caption_and_its_title_as_alt_text(browser, site_url, built_site, artifacts):
+    """A figure drawn by a page's code: inside a <figure> numbered 图 N whose caption is the figure's own title,
+    the same words as the image's alt text (not its file name), drawn no wider than the column it is shown in
+    (agentrl_ref.teaching.shared.page_figure: its text is then at least MIN_TEXT_PX on a desktop)."""
+    from agentrl_ref.teaching.shared.page_figure import COLUMN_PX
+
+    seen = 0
+    for path in _exercise_pages(built_site):
+        page, errors = _open(browser, site_url, "desktop", path)
+        column = page.evaluate("""() => { const a = document.querySelector('article.bd-article');
+            const s = getComputedStyle(a);
+            return a.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight); }""")
+        assert abs(column - COLUMN_PX) <= 1, f"the book's column is {column} px, page_figure says {COLUMN_PX}"
+        figures = page.evaluate("""() => [...document.querySelectorAll('article img')]
+            .filter(img => img.getAttribute('src').includes('_images/'))
+            .map(img => { const fig = img.closest('figure'), cap = fig && fig.querySelector('figcaption');
+                return {alt: img.alt, natural: img.naturalWidth, shown: img.clientWidth, id: fig && fig.id,
+                        number: cap && cap.querySelector('.caption-number')?.textContent.trim(),
+                        text: cap && cap.querySelector('.caption-text')?.textContent.trim()}; })""")
+        for fig in figures:
+            fig["text"] = (fig["text"] or "").removeprefix(fig["number"] or "").strip()
+        assert figures, f"{path}: no figure"
+        numbers = []
+        for fig in figures:
+            assert fig["text"] and re.fullmatch(r"图 \d+", fig["number"] or ""), (path, fig)
+            assert fig["alt"] == fig["text"] and "_images" not in fig["alt"], (path, fig)
+            assert fig["id"] and fig["id"].startswith("figure-"), (path, fig)  # a link names the figure, not #id1
+            assert fig["natural"] <= COLUMN_PX + 2 and fig["shown"] == fig["natural"], (path, fig)
+            numbers.append(int(fig["number"].split()[1]))
+        assert numbers == list(range(1, len(figures) + 1)), (path, numbers)  # per page: 图 1, 图 2, ...
+        seen += len(figures)
+        if path.endswith("ex4_async_rollout.html"):
+            page.locator("figure.course-figure").first.screenshot(path=str(artifacts / "reader-figure-ex4.png"))
+        assert not errors, (path, errors)
+        page.close()
+    assert seen >= 10
+
+
+def test_headings_have_ids_made_of_their_words(browser, site_url, built_site):
+    """A link to a section says where it goes (#练习-3-...), not docutils' #id1; the contents link to the same ids."""
+    from heading_ids import AUTO_ID  # book/_ext
+
+    linked = 0
+    for path in _exercise_pages(built_site) + ["book/intro.html", "book/glossary.html"]:
+        page, _ = _open(browser, site_url, "desktop", path)
+        ids = page.evaluate("() => [...document.querySelectorAll('article section')].map(s => s.id)")
+        assert ids and not [i for i in ids if AUTO_ID.fullmatch(i)], (path, ids)
+        targets = page.evaluate("() => [...document.querySelectorAll('nav.page-toc a.nav-link')].map(a => a.hash)")
+        assert all(page.locator(f"[id='{unquote(t)[1:]}']").count() == 1 for t in targets), (path, targets)
+        linked += len(targets)
+        page.close()
+    assert linked > 50  # the exercise pages have contents (a page of one section, the glossary, has none)
+
+
+def test_the_download_menu_says_which_file_holds_the_answers(browser, site_url):
+    page, errors = _open(browser, site_url, "desktop")
+    page.locator(".dropdown-download-buttons button").first.click()
+    page.wait_for_timeout(300)
+    items = [" ".join(t.split()) for t in page.locator(".dropdown-download-buttons .dropdown-item").all_inner_texts()]
+    assert items[0] == "学生版 .ipynb（填空，不含答案）", items
+    assert "网页版 .ipynb（含答案）" in items and not [i for i in items if i in (".ipynb", ".md", ".pdf")], items
+    assert page.locator("footer .copyright").inner_text().strip().startswith("© 2026 Agent-RL 代码填空"), "footer"
     assert not errors, errors
     page.close()

@@ -52,6 +52,8 @@ if str(HERE) not in sys.path:
 import chinese_search  # noqa: E402
 import cloze_directive  # noqa: E402
 import execution_cache  # noqa: E402
+import figure_captions  # noqa: E402
+import heading_ids  # noqa: E402
 import launch  # noqa: E402
 import offline_assets  # noqa: E402
 
@@ -83,6 +85,8 @@ def use_offline_assets(app, config) -> None:
     """Fetch (once) the pinned offline assets and serve them and the course's own static files."""
     # pydata-sphinx-theme logs a console error on every page when no default mode is set
     config.html_context = {"default_mode": "auto", **config.html_context}
+    # the page's contents (right sidebar, 本页目录) list the sections' subsections too, not the top level alone
+    config.html_theme_options = {**config.html_theme_options, "show_toc_level": 2}
     # our component overrides (templates/) come before the themes' own
     config.templates_path = [str(HERE / "templates")] + list(config.templates_path)
     static = offline_assets.ensure()
@@ -116,6 +120,17 @@ TOOLTIPS = {
 }
 
 
+# What each entry of the download menu is, in its own words (the theme shows the bare suffix: ".ipynb" beside
+# 学生版 .ipynb, with nothing to say that the first one holds the answers).
+TEXTS = {
+    "download-notebook-button": "本页 .ipynb（含答案与结果）",
+    "download-source-button": "本页源文件（{text}）",
+    "download-pdf-button": "打印成 PDF",
+}
+# an exercise page's source is the page's notebook: the answers in it, unlike the student notebook beside it
+EXERCISE_SOURCE = {"text": "网页版 .ipynb（含答案）", "tooltip": "下载本页的 notebook（含答案，不是学生版）"}
+
+
 LAUNCH_SERVICES = ("Binder", "JupyterHub", "Colab")  # the theme's launch buttons (no label): "Launch on <text>"
 
 
@@ -123,6 +138,8 @@ def _chinese_tooltips(buttons: list[dict]) -> None:
     for button in buttons:
         if button.get("label") in TOOLTIPS:
             button["tooltip"] = TOOLTIPS[button["label"]]
+        if button.get("label") in TEXTS:
+            button["text"] = TEXTS[button["label"]].format(text=button.get("text", "").strip())
         elif button.get("text") in LAUNCH_SERVICES:
             button["tooltip"] = f"在 {button['text']} 上打开学生版 notebook"
         _chinese_tooltips(button.get("buttons", []))
@@ -147,10 +164,13 @@ def student_notebook_buttons(app, pagename, templatename, context, doctree) -> N
             for button in buttons:
                 button["url"] = button["url"].replace(page_nb, student_nb)
         if group.get("label") == "download-buttons":
+            for button in buttons:
+                if button.get("label") == "download-source-button":
+                    button.update(EXERCISE_SOURCE)
             buttons.insert(0, {
                 "type": "link",
                 "url": context["pathto"](student_nb, 1),
-                "text": "学生版 .ipynb",
+                "text": "学生版 .ipynb（填空，不含答案）",
                 "tooltip": "下载学生版 notebook（不含答案）",
                 "icon": "fas fa-file-arrow-down",
                 "label": "download-student-notebook-button",
@@ -315,5 +335,7 @@ def setup(app):
     chinese_search.setup(app)
     cloze_directive.setup(app)
     execution_cache.setup(app)
+    figure_captions.setup(app)
+    heading_ids.setup(app)
     launch.setup(app)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
