@@ -10,7 +10,7 @@ PORT ?= 8000
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 AS_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)  # Jupyter refuses root without it (containers, CI)
 
-.PHONY: venv deps fonts vendor book linkcheck test test-quick serve lab lab-instructor release bench bench-grading bench-serve grade grade-report grade-service doctor clean
+.PHONY: venv deps fonts vendor book linkcheck test test-quick serve lab lab-instructor release bench bench-grading bench-serve bench-site grade grade-report grade-service doctor clean
 
 venv: $(STAMP)
 
@@ -137,6 +137,10 @@ bench-grading: deps venv
 # (bench/serve_latency.py; exercise 1).
 bench-serve: deps venv
 	PYTHONPATH=tests $(PY) bench/serve_latency.py
+
+# What a reader downloads: every page of the built site opened cold in Chromium, bytes by kind (bench/page_weight.py).
+bench-site: deps venv
+	$(PY) bench/page_weight.py
 
 # Instructors: autograde a folder of returned notebooks (see book/guide_instructors.md). OUT, DB_URL, JOBS, SHARD, ISOLATION, FEEDBACK, NEW,
 # CELL_TIMEOUT, NOTEBOOK_TIMEOUT (seconds), MEMORY_MB optional (every limit: the guide's "评分的限额"). OUT is never wiped: graded again into it, only new or changed hand-ins are graded (NEW=yes: a new dated folder).

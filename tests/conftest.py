@@ -65,7 +65,7 @@ LANES = {
               "test_queue_bench", "test_release", "test_rollout_buffer", "test_rollout_sim", "test_token_credit",
               "test_token_in_out", "test_rollout_correction", "test_mismatch_study",
               "test_verifiable_reward", "test_verifier_table", "test_agent", "test_two_process", "test_guides",
-              "test_page_length", "test_hints", "test_lanes", "test_lab_copy", "test_progress"],
+              "test_page_length", "test_hints", "test_lanes", "test_lab_copy", "test_progress", "test_theme_overrides"],
     "notebooks": ["test_notebooks_execute", "test_package", "test_frameworks", "test_rollout_playground",
                   "test_execution_cache"],
     "grading": ["test_grade", "test_attacks", "test_nbgrader", "test_shards", "test_shared_work", "test_kernel_retry",

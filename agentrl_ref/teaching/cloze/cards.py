@@ -73,19 +73,19 @@ SNIPPETS: tuple[Snippet, ...] = (
         ("notebook:ex2_verifiable_reward", ("extract_boxed_answer", "normalize_to_fraction", "accuracy_reward")),
         ("module:agentrl_ref.verifiable_reward", ("_BOX_OPEN", "extract_boxed_answer", "accuracy_reward")),
     )),
-    Snippet("loss_mask", "多轮轨迹 Loss Mask", "ex3_loss_mask", (
+    Snippet("loss_mask", "多轮轨迹的 loss mask", "ex3_loss_mask", (
         ("notebook:ex3_loss_mask", ("build_loss_mask", "shift_mask_for_clm", "is_trainable")),
         ("module:agentrl_ref.loss_mask", ("build_loss_mask", "shift_mask_for_clm")),
     )),
-    Snippet("rollout_buffer", "异步 Rollout Buffer", "ex4_async_rollout", (
+    Snippet("rollout_buffer", "异步 rollout 缓冲区", "ex4_async_rollout", (
         ("notebook:ex4_async_rollout", ("AsyncRolloutBuffer",)),
         ("module:agentrl_ref.rollout_buffer", ("AsyncRolloutBuffer.put", "AsyncRolloutBuffer.get_batch")),
     )),
-    Snippet("composite_reward", "Composite Reward 工厂", "ex5_composite_reward", (
+    Snippet("composite_reward", "组合奖励工厂", "ex5_composite_reward", (
         ("notebook:ex5_composite_reward", ("cosine_length_reward", "make_reward_fn")),
         ("module:agentrl_ref.composite_reward", ("cosine_scaled", "make_reward_fn")),
     )),
-    Snippet("token_credit", "Trajectory→Token Reward 分配", "ex6_token_credit", (
+    Snippet("token_credit", "把轨迹奖励分到 token 上", "ex6_token_credit", (
         ("notebook:ex6_token_credit", ("assign_reward_last_token", "assign_reward_uniform",
                                        "assign_reward_kl_weighted")),
         ("module:agentrl_ref.token_credit", ("assign_reward_last_token", "assign_reward_uniform",
