@@ -123,7 +123,7 @@ TOOLTIPS = {
 # What each entry of the download menu is, in its own words (the theme shows the bare suffix: ".ipynb" beside
 # 学生版 .ipynb, with nothing to say that the first one holds the answers).
 TEXTS = {
-    "download-notebook-button": "本页 .ipynb（含答案与结果）",
+    "download-notebook-button": "本页 .ipynb（带运行结果）",
     "download-source-button": "本页源文件（{text}）",
     "download-pdf-button": "打印成 PDF",
 }
