@@ -138,10 +138,10 @@ def _chinese_tooltips(buttons: list[dict]) -> None:
     for button in buttons:
         if button.get("label") in TOOLTIPS:
             button["tooltip"] = TOOLTIPS[button["label"]]
-        if button.get("label") in TEXTS:
-            button["text"] = TEXTS[button["label"]].format(text=button.get("text", "").strip())
         elif button.get("text") in LAUNCH_SERVICES:
             button["tooltip"] = f"在 {button['text']} 上打开学生版 notebook"
+        if button.get("label") in TEXTS:
+            button["text"] = TEXTS[button["label"]].format(text=button.get("text", "").strip())
         _chinese_tooltips(button.get("buttons", []))
 
 

@@ -35,8 +35,8 @@ class CaptionFigures(SphinxTransform):
 
     def apply(self, **kwargs) -> None:
         bundles = [node for node in self.document.findall(nodes.container) if node.get("nb_element") == "mime_bundle"]
-        for number, bundle in enumerate((b for b in bundles if figure_title(b)), start=1):
-            title = figure_title(bundle)
+        titled = [(bundle, title) for bundle in bundles if (title := figure_title(bundle))]
+        for number, (bundle, title) in enumerate(titled, start=1):
             for image in _parts(bundle)["image/png"].findall(nodes.image):
                 image["alt"] = title
             if isinstance(bundle.parent, nodes.figure):  # a cell that asked myst-nb for a figure itself

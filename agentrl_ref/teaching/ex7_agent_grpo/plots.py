@@ -65,6 +65,13 @@ ARM_COLORS = ("#1f4fbf", "#c25a00", "#1b7f3b", "#7a3fb0")
 UNDER_THE_PANEL = {"fontsize": 8, "loc": "upper center", "bbox_to_anchor": (0.5, -0.22), "ncol": 2, "frameon": False}
 
 
+def _legend_under_the_panels(fig, ax, ncol: int) -> None:
+    """ax's legend once for the whole figure, under its panels (off the curves), and the panels laid out above it."""
+    fig.legend(*ax.get_legend_handles_labels(), fontsize=8, loc="lower center", ncol=ncol, frameon=False,
+               bbox_to_anchor=(0.5, 0.0))
+    fig.tight_layout(rect=(0, 0.35 / fig.get_figheight(), 1, 1))
+
+
 @_cjk
 def plot_training_curves(result, title: str = "计算器任务上的 GRPO（训练时的采样，温度 1）"):
     """2x2 figure per trainer step: rewards (total and per component), accuracy / tool-call / copy rate,
@@ -176,10 +183,8 @@ def plot_versions(abl, arms=("stale0", "stale2")):
         ax.tick_params(labelsize=8)
         ax.grid(alpha=0.3)
     axes[0, 0].set_ylabel("留出集准确率", fontsize=8)
-    fig.legend(*axes[0, 0].get_legend_handles_labels(), fontsize=8, loc="lower center", ncol=len(arms),
-               frameon=False, bbox_to_anchor=(0.5, 0.0))  # under the panels: off the curves
     fig.suptitle("每个发布的版本的留出集准确率，按它发布的模拟时刻", fontsize=10)
-    fig.tight_layout(rect=(0, 0.35 / fig.get_figheight(), 1, 1))  # room for the legend
+    _legend_under_the_panels(fig, axes[0, 0], ncol=len(arms))
     return fig
 
 
@@ -203,10 +208,8 @@ def plot_cliff(abl, arms=("cliff_full", "cliff_acc", "cliff_no_std"), key="tool_
         ax.tick_params(labelsize=8)
         ax.grid(alpha=0.3)
     axes[0, 0].set_ylabel(f"{names.get(key, key)}（训练批）", fontsize=8)
-    fig.legend(*axes[0, 0].get_legend_handles_labels(), fontsize=8, loc="lower center", ncol=len(abl.seeds),
-               frameon=False, bbox_to_anchor=(0.5, 0.0))  # under the panels: off the curves
     fig.suptitle(f"每个训练批的{names.get(key, key)}，逐步（每臂一格，每个种子一条线）", fontsize=10)
-    fig.tight_layout(rect=(0, 0.35 / fig.get_figheight(), 1, 1))  # room for the legend
+    _legend_under_the_panels(fig, axes[0, 0], ncol=len(abl.seeds))
     return fig
 
 

@@ -36,11 +36,12 @@ def saved_width_px(fig) -> float:
     return (box.width + 2 * SAVE_PAD_IN) * fig.dpi
 
 
-def text_as_shown(fig, column_px: int = COLUMN_PX) -> list[tuple[str, float]]:
-    """Every visible, non-empty text of fig with its height in CSS px as a desktop reader sees it."""
+def text_as_shown(fig, column_px: int = COLUMN_PX, width_px: float | None = None) -> list[tuple[str, float]]:
+    """Every visible, non-empty text of fig with its height in CSS px as a desktop reader sees it (width_px: the
+    saved width, when the caller has it already)."""
     import matplotlib.text
 
-    scale = min(1.0, column_px / saved_width_px(fig))
+    scale = min(1.0, column_px / (width_px or saved_width_px(fig)))
     shown = []
     for text in fig.findobj(matplotlib.text.Text):
         if text.get_visible() and text.get_text().strip() and _drawn(text):
@@ -65,11 +66,10 @@ def legends_on_data(fig) -> list[str]:
     """'<axes title>: <legend texts>' for each legend drawn over a line, bar or point of its axes."""
     import numpy as np
     from matplotlib.collections import PathCollection, PolyCollection
-    from matplotlib.lines import Line2D
     from matplotlib.patches import Rectangle
 
-    fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
+    fig.canvas.draw()
     found = []
     for ax in fig.get_axes():
         legend = ax.get_legend()
@@ -82,7 +82,7 @@ def legends_on_data(fig) -> list[str]:
         hits = 0
         for line in ax.get_lines():
             xy = line.get_xydata()
-            if not isinstance(line, Line2D) or not line.get_visible() or len(xy) == 0:
+            if not line.get_visible() or len(xy) == 0:
                 continue
             pts = line.get_transform().transform(_densify(np.asarray(xy, float)))
             hits += int(inside.count_contains(pts))
@@ -154,7 +154,8 @@ def page_problems(fig) -> list[str]:
     MIN_TEXT_PX as shown, a legend on the data, no title to caption it with. Empty when it is fit for the page."""
     width = saved_width_px(fig)
     problems = [f"{width:.0f} px wide, the column {COLUMN_PX}: shown shrunk"] if width > COLUMN_PX + 2 else []
-    problems += [f"text {px:.1f} px as shown: {text!r}" for text, px in text_as_shown(fig) if px < MIN_TEXT_PX - 1e-6]
+    problems += [f"text {px:.1f} px as shown: {text!r}" for text, px in text_as_shown(fig, width_px=width)
+                 if px < MIN_TEXT_PX - 1e-6]
     problems += [f"legend on the data: {where}" for where in legends_on_data(fig)]
     if not title_of(fig):
         problems.append("no title (the caption and the alt text come from it)")
