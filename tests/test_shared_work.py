@@ -151,6 +151,21 @@ def _repo(root: Path) -> Path:
     return root
 
 
+def test_the_site_stamp_does_not_depend_on_what_the_process_imported(tmp_path, monkeypatch):
+    """`import setuptools` puts its vendored packages on sys.path: a test process that imported it, or anything else
+    that adds a folder of packages, still finds make book's stamp current (it once rebuilt the site mid-run)."""
+    root = _repo(tmp_path / "repo")
+    first = site_build.inputs_fingerprint(root)
+    extra = tmp_path / "extra" / "fake_pkg-1.0.dist-info"
+    extra.mkdir(parents=True)
+    (extra / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-pkg\nVersion: 1.0\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(extra.parent))
+    from importlib import metadata
+
+    assert "fake-pkg" in {d.metadata["Name"] for d in metadata.distributions()}   # this process sees it
+    assert site_build.inputs_fingerprint(root) == first
+
+
 def test_the_site_stamp_is_the_hash_of_what_the_build_reads(tmp_path):
     root = _repo(tmp_path / "repo")
     first = site_build.inputs_fingerprint(root)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import subprocess
+import sysconfig
 import sys
 import time
 from pathlib import Path
@@ -55,7 +56,10 @@ def inputs_fingerprint(root: Path = ROOT) -> str | None:
         return None
     digest = hashlib.sha256(f"build {' '.join(FLAGS)}\n".encode())
     execution_cache.environment(digest)
-    for dist in sorted(f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions()):
+    # the environment's installed packages, not whatever this process's sys.path shows: `import setuptools` puts
+    # its vendored packages on sys.path, and a test process that imported it would find make book's stamp stale
+    installed = sorted({sysconfig.get_path("purelib"), sysconfig.get_path("platlib")})
+    for dist in sorted(f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions(path=installed)):
         digest.update(f"dist {dist}\n".encode())
     for name in names:
         path = root / name
