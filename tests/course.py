@@ -50,6 +50,28 @@ def execution_time(stamp: str) -> float:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
+def busy_processes_cell(processes: int, seconds: int) -> str:
+    """Notebook code: `processes` busy processes for `seconds`, then what they got against the wall clock, in cores
+    (the kernel's accounting of their CPU time, getrusage), printed as "cores used: X". Leaves _os and _t imported."""
+    return f"""\
+import os as _os, resource as _r, time as _t
+_start = _t.monotonic()
+_kids = []
+for _ in range({processes}):
+    _pid = _os.fork()
+    if _pid == 0:
+        _end = _t.monotonic() + {seconds}
+        while _t.monotonic() < _end:
+            pass
+        _os._exit(0)
+    _kids.append(_pid)
+for _pid in _kids:
+    _os.waitpid(_pid, 0)
+_u = _r.getrusage(_r.RUSAGE_CHILDREN)
+print("cores used:", round((_u.ru_utime + _u.ru_stime) / (_t.monotonic() - _start), 2))
+"""
+
+
 def hidden_test_lines(assignment: str) -> list[str]:
     """Every non-trivial line between BEGIN/END HIDDEN TESTS in the instructor notebook."""
     lines, inside = [], False

@@ -30,7 +30,7 @@ import nbformat
 import pytest
 
 from course import (
-    ROOT, execution_time, filled, mutated_fills, mutations, reference_fills, solution_lines, student_notebook,
+    ROOT, busy_processes_cell, filled, mutated_fills, mutations, reference_fills, solution_lines, student_notebook,
 )
 from file_tricks import FILE_TRICKS, make_file_tricks
 from fingerprint import fingerprint
@@ -894,58 +894,31 @@ def test_nothing_active_runs_in_the_feedback_or_in_formgrader(attacked, browser,
         assert found["bad"] == [] and found["base"] == page.as_uri(), (page.name, found)
 
 
-HOG = """\
-import os as _os
-import time as _time
-for _ in range(50):
-    if _os.fork() == 0:
-        while True:
-            pass
-_end = _time.time() + 10
-while _time.time() < _end:
-    pass
-"""
+# fifty busy processes for eight seconds, then what they got against the wall clock, in cores: the kernel's own
+# accounting of their CPU time (as tests/test_cgroup_v2.py measures its hog), not a stopwatch on a neighbour
+HOG = busy_processes_cell(50, 8)
 
 
-def _cell_times(path: Path) -> list[tuple[float, float]]:
-    """(start, end) of every executed code cell, from nbclient's timing metadata."""
-    return [(execution_time(c.metadata["execution"]["iopub.execute_input"]),
-             execution_time(c.metadata["execution"]["shell.execute_reply"]))
-            for c in nbformat.read(path, as_version=4).cells
-            if c.cell_type == "code" and "shell.execute_reply" in c.metadata.get("execution", {})]
-
-
-def test_a_cpu_hog_does_not_slow_its_neighbour(tmp_path):
-    """Fifty busy processes in one sandbox (within its process limit) next to honest notebooks that import
-    torch, two at a time on two cores: each sandbox has a quota of one core, so the honest cells that run
-    while the hog does take at most twice what they take alone (without the quota: about twenty times)."""
+def test_a_cpu_hog_gets_one_core_and_its_neighbours_lose_nothing(tmp_path):
+    """Fifty busy processes in one sandbox (within its process limit) next to honest notebooks that import torch,
+    two at a time on two cores: the sandbox's quota of one core holds them to about one core (without it they take
+    both), and the honest students' grading is untouched (every test cell passes, status ok). Nothing here times a
+    neighbour: how long its cells take depends on whatever else the machine runs."""
     honest, students = "ex6_token_credit", ["honest-1", "honest-2"]
-    alone, hogged = tmp_path / "alone", tmp_path / "hogged"
     text = filled(honest, reference_fills(honest))
-    make_file(alone / "honest" / honest / f"{honest}.ipynb", text, "file")
-    grade(alone, tmp_path / "out-alone", cell_timeout=60, notebook_timeout=120, jobs=1, feedback=False)
     nb = _base("reference")
     nb.cells.insert(1, nbformat.v4.new_code_cell(HOG))
-    make_file(hogged / "a-hog" / A / f"{A}.ipynb", nbformat.writes(nb), "file")
-    for student in students:   # the first starts with the hog; the others while it runs
-        make_file(hogged / student / honest / f"{honest}.ipynb", text, "file")
-    subs = grade(hogged, tmp_path / "out-hogged", cell_timeout=60, notebook_timeout=120, jobs=2, feedback=False)
-    # the honest students are untouched; the hog's own later cells share its one core with fifty busy
-    # processes and may run out of their 60 s (status timeout): that is the quota working, not a failure
-    assert all(s.status == "ok" for s in subs if s.path and s.student != "a-hog"), [(s.student, s.notes) for s in subs]
-    assert all(s.status in ("ok", "timeout") for s in subs if s.path), [(s.student, s.status) for s in subs]
-    course = tmp_path / "out-hogged" / "course" / "autograded"
-    alone_times = _cell_times(tmp_path / "out-alone" / "course" / "autograded" / "honest" / honest / f"{honest}.ipynb")
-    hogged_cells = [c for c in nbformat.read(course / "a-hog" / A / f"{A}.ipynb", as_version=4).cells
-                    if c.cell_type == "code" and "shell.execute_reply" in c.metadata.get("execution", {})]
-    hog = _cell_times(course / "a-hog" / A / f"{A}.ipynb")[next(i for i, c in enumerate(hogged_cells)
-                                                               if "_os.fork()" in c.source)]
-    took = took_alone = 0.0
+    make_file(tmp_path / "in" / "a-hog" / A / f"{A}.ipynb", nbformat.writes(nb), "file")
+    for student in students:   # the first starts with the hog; the other while it runs
+        make_file(tmp_path / "in" / student / honest / f"{honest}.ipynb", text, "file")
+    subs = grade(tmp_path / "in", tmp_path / "out", cell_timeout=60, notebook_timeout=120, jobs=2, feedback=False)
+    by_student = {s.student: s for s in subs if s.path}
     for student in students:
-        for i, (start, end) in enumerate(_cell_times(course / student / honest / f"{honest}.ipynb")):
-            if hog[0] < start and end < hog[1]:
-                took += end - start
-                took_alone += alone_times[i][1] - alone_times[i][0]
-    assert took_alone >= sum(end - start for start, end in alone_times), "too little honest work ran next to the hog"
-    assert took <= 2 * took_alone, (took, took_alone)
+        s = by_student[student]
+        assert s.status == "ok" and s.passed and all(s.passed.values()), (student, s.status, s.notes, s.passed)
+    hogged = nbformat.read(tmp_path / "out" / "course" / "autograded" / "a-hog" / A / f"{A}.ipynb", as_version=4)
+    out = "".join(o.get("text", "") for c in hogged.cells if c.cell_type == "code" and "_os.fork()" in c.source
+                  for o in c.get("outputs", []) if o.get("output_type") == "stream")
+    cores = float(out.split("cores used:")[1].split()[0])
+    assert cores < 1.5, out
 

@@ -36,7 +36,7 @@ import nbformat
 import pytest
 
 import guest
-from course import filled, reference_fills, reference_record, student_notebook
+from course import busy_processes_cell, filled, reference_fills, reference_record, student_notebook
 from grader.grade.pipeline import grade
 from grader.sandbox import SandboxLimits
 
@@ -49,22 +49,7 @@ TIMEOUT = 300             # a cell, and a kernel's start, under software emulati
 MEMORY = "_hog = []\nwhile True:\n    _hog.append(bytearray(64 << 20))\n"
 # eight busy processes for a few seconds (what they got, against the wall clock, in cores), then a daemon
 # that tries to outlive its notebook and a flood of processes (a cell of its own; the memory hog comes after)
-PROCESSES = f"""\
-import os as _os, resource as _r, time as _t
-_start = _t.monotonic()
-_kids = []
-for _ in range(8):
-    _pid = _os.fork()
-    if _pid == 0:
-        _end = _t.monotonic() + 4
-        while _t.monotonic() < _end:
-            pass
-        _os._exit(0)
-    _kids.append(_pid)
-for _pid in _kids:
-    _os.waitpid(_pid, 0)
-_u = _r.getrusage(_r.RUSAGE_CHILDREN)
-print("cores used:", round((_u.ru_utime + _u.ru_stime) / (_t.monotonic() - _start), 2))
+PROCESSES = busy_processes_cell(8, 4) + f"""\
 if _os.fork() == 0:
     _os.setsid()
     if _os.fork() == 0:

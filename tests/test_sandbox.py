@@ -527,10 +527,26 @@ def test_a_job_level_group_never_names_the_next_sandbox_that_gets_its_namespace_
                 o.wait()
 
 
+@pytest.fixture
+def own_state_root(monkeypatch):
+    """A state folder of this test's own in place of the user's (grader/sandbox/host.py state_root): its sandbox
+    kernels are the only ones it counts, whatever else grades on the machine (make test's other workers do)."""
+    import shutil
+
+    from grader.sandbox import host, job, session, sweep
+
+    root = Path("/var/tmp") / f"agentrl-grader-pinning-{os.getpid()}-{secrets.token_hex(4)}"
+    root.mkdir(mode=0o700)
+    for module in (host, job, session, sweep, levels):
+        monkeypatch.setattr(module, "state_root", lambda: root)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
 @pytest.mark.skipif("job" not in LEVELS_HERE or len(os.sched_getaffinity(0)) < 2, reason="no `job` level or one core")
-def test_job_level_sandboxes_of_two_graders_are_pinned_to_different_cores(package_root, tmp_path):
+def test_job_level_sandboxes_of_two_graders_are_pinned_to_different_cores(package_root, tmp_path, own_state_root):
     """Two graders (shards) at the `job` level on one machine: the second kernel goes to a core the first
-    does not use (each grader counts the machine's running sandbox kernels, not only its own)."""
+    does not use (each grader counts the running sandbox kernels under the user's state folder, not only its own)."""
     from grader.sandbox.job import sandbox_cpu_users
 
     sandbox = sbx.Sandbox(package_root, isolation="job")
@@ -541,6 +557,7 @@ def test_job_level_sandboxes_of_two_graders_are_pinned_to_different_cores(packag
         assert execute(first, nb) is None
         pinned = eval(stream(nb.cells[0]))
         assert len(pinned) == 1
+        assert list(own_state_root.iterdir()), "the session is not in the test's own state folder"
         users = sandbox_cpu_users(cores)
         assert users[pinned[0]] == 1 and sum(users.values()) == 1
         assert levels.control_for("job").cpu_users() == users
