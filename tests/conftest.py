@@ -92,19 +92,43 @@ def pytest_addoption(parser):
                      help=f"run only this lane's tests (repeatable): {', '.join([*LANES, OTHER])}")
 
 
+# ---------------------------------------------------------------- workers
+#
+# `make test` runs the suite in pytest-xdist workers (-n, --dist loadfile): each test module runs whole in one
+# worker, in its own order, so its module fixtures run once; the modules are handed out as workers get free, the
+# costliest first (FIRST, from the lane table of a serial run: a module that starts last must not be one of minutes).
+# Each worker has its own session fixtures (a browser, a PostgreSQL server, the guest); the reference records are
+# one folder for all of them (reference_store), so each instructor notebook still runs once per `make test`.
+FIRST = ["test_cgroup_v2", "test_notebooks_execute", "test_package", "test_accessibility", "test_nbgrader",
+         "test_serve", "test_offline_site", "test_sandbox", "test_attacks", "test_site_reader", "test_lab",
+         "test_grade", "test_hub", "test_serve_trust", "test_shards", "test_release", "test_agent", "test_outfolder",
+         "test_site"]
+
+
+def _worker(config) -> str | None:
+    """This process's xdist worker id (gw0, gw1, ...), or None in the controller or a run without workers."""
+    return getattr(config, "workerinput", {}).get("workerid")
+
+
+def _workers(config) -> int:
+    return int(getattr(config.option, "numprocesses", 0) or 0) if not _worker(config) else 0
+
+
 def pytest_collection_modifyitems(config, items):
     wanted = config.getoption("--lane")
-    if not wanted:
-        return
     unknown = set(wanted) - {*LANES, OTHER}
     if unknown:
         raise pytest.UsageError(f"unknown lane(s) {sorted(unknown)}: {', '.join([*LANES, OTHER])}")
-    kept, dropped = [], []
-    for item in items:
-        (kept if lane_of(item) in wanted else dropped).append(item)
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-        items[:] = kept
+    if wanted:
+        kept, dropped = [], []
+        for item in items:
+            (kept if lane_of(item) in wanted else dropped).append(item)
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = kept
+    if _worker(config):   # every worker collects the same list; the costliest modules first, each in its own order
+        rank = {module: n for n, module in enumerate(FIRST)}
+        items.sort(key=lambda item: rank.get(Path(item.nodeid.split("::", 1)[0]).stem, len(FIRST)))
 
 
 # ---------------------------------------------------------------- shared fixtures
@@ -134,13 +158,26 @@ def built_site() -> Path:
     """The book built with warnings as errors, as `make book` builds it, into _build/html: reused as it is when
     _build/html carries the stamp of exactly these inputs (book/_ext/site_build.py), else built once (the
     execution cache spares the pages whose code did not change). Its html root."""
-    import site_build  # book/_ext
-
-    result = site_build.build(ROOT, reuse=True, capture=True)
-    SHARED["site build"] = (result["seconds"], "reused (make book's build of these inputs)" if result["reused"]
-                            else "built")
+    ready = os.environ.get(SUITE_SITE) if os.environ.get("PYTEST_XDIST_WORKER") else None
+    if ready:   # the controller built or reused it before the workers started: no worker builds it again
+        return Path(ready)
+    result = _site()
     assert result["returncode"] == 0, f"jupyter-book build failed:\n{result['output'][-12000:]}"
     return result["html"]
+
+
+def _site() -> dict:
+    import fcntl
+
+    import site_build  # book/_ext
+
+    (ROOT / "_build").mkdir(exist_ok=True)
+    with open(ROOT / "_build" / ".site-build.lock", "w") as lock:   # one build at a time into _build
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        result = site_build.build(ROOT, reuse=True, capture=True)
+    SHARED["site build"] = (result["seconds"], "reused (make book's build of these inputs)" if result["reused"]
+                            else "built")
+    return result
 
 
 @pytest.fixture(scope="session")
@@ -183,15 +220,41 @@ def postgres():
         yield server
 
 
+# the workers' one folder of reference records, made by the controller (no AGENTRL_ prefix: the site's
+# fingerprint hashes every AGENTRL_* variable, book/_ext/execution_cache.py, and the workers reuse make book's site)
+SUITE_REFERENCES = "SUITE_REFERENCE_STORE"
+SUITE_SITE = "SUITE_SITE_HTML"   # the site the controller built or reused for the workers
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session):
+    """In the controller of a run with workers, before they start (they inherit its environment): the folder every
+    worker's reference_store uses (under the run's base temp folder, like each worker's own)."""
+    if _workers(session.config):
+        folder = session.config._tmp_path_factory.getbasetemp() / "references"
+        folder.mkdir(exist_ok=True)
+        os.environ[SUITE_REFERENCES] = str(folder)
+        # the site once, here, for every worker: a worker that checked the stamp itself later in the run could find
+        # it stale and build again into the _build/html the others are reading
+        lanes = set(session.config.getoption("--lane"))
+        if not lanes or lanes - {"quick"}:
+            result = _site()
+            if result["returncode"] == 0:   # else each worker's built_site builds it and fails with the log
+                os.environ[SUITE_SITE] = str(result["html"])
+
+
 @pytest.fixture(scope="session", autouse=True)
 def reference_store(tmp_path_factory):
-    """AGENTRL_REFERENCE_STORE for the whole session: a folder only this process's graders write (no sandbox
-    sees it), so each instructor notebook runs once per session for every grading run that needs it."""
+    """AGENTRL_REFERENCE_STORE for the whole session: a folder only the suite's graders write (no sandbox sees it),
+    so each instructor notebook runs once per session for every grading run that needs it. With workers it is one
+    folder for all of them: the grader writes each record once, under a file lock (grader/grade/reference.py), and
+    a worker that needs a record another is running waits for it."""
     from grader.grade.reference import STORE
 
     from course import ReferenceStore
 
-    folder = tmp_path_factory.mktemp("references")
+    shared = os.environ.get(SUITE_REFERENCES) if os.environ.get("PYTEST_XDIST_WORKER") else None
+    folder = Path(shared) if shared else tmp_path_factory.mktemp("references")
     before = os.environ.get(STORE)
     os.environ[STORE] = str(folder)
     store = ReferenceStore(folder)
@@ -211,12 +274,32 @@ def _references_untouched(reference_store):
     assert not changed, f"this test changed the session's reference records {changed} (removed; no test may)"
 
 
+# What a worker found that the controller prints: its once-per-session work and the mutation table (test_nbgrader).
+FROM_WORKERS: dict[str, list] = {"shared": [], "mutations": []}
+
+
+def _mutation_rows() -> list[str]:
+    module = sys.modules.get("test_nbgrader")
+    return list(getattr(module, "MUTATION_TABLE", []))
+
+
+def pytest_sessionfinish(session):
+    if _worker(session.config):
+        session.config.workeroutput["agentrl"] = {
+            "shared": [[name, secs, how] for name, (secs, how) in SHARED.items()], "mutations": _mutation_rows()}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """A worker finished: keep what it found for the summary (xdist's hook, in the controller)."""
+    found = getattr(node, "workeroutput", {}).get("agentrl", {})
+    FROM_WORKERS["shared"] += [(node.gateway.id, *entry) for entry in found.get("shared", [])]
+    FROM_WORKERS["mutations"] += found.get("mutations", [])
+
+
 def pytest_terminal_summary(terminalreporter):
     """Print the mutation table: every realistic wrong answer and the test cell that caught it."""
-    import sys as _sys
-
-    module = _sys.modules.get("test_nbgrader")
-    rows = getattr(module, "MUTATION_TABLE", [])
+    rows = _mutation_rows() + FROM_WORKERS["mutations"]
     if rows:
         terminalreporter.section("mutation table (realistic wrong answers, graded by nbgrader)")
         terminalreporter.write_line("| assignment | wrong answer | test cell meant to catch it | that cell | total | |")
@@ -263,6 +346,8 @@ def _lane_table(terminalreporter) -> None:
                                 + (f" (pytest's wall clock: {time.time() - started:.0f} s)" if started else ""))
     for name, (secs, how) in SHARED.items():
         terminalreporter.write_line(f"once per session: {name}: {how}" + (f", {secs:.1f} s" if secs else ""))
+    for worker, name, secs, how in sorted(FROM_WORKERS["shared"]):
+        terminalreporter.write_line(f"once per worker {worker}: {name}: {how}" + (f", {secs:.1f} s" if secs else ""))
     if unlisted:
         terminalreporter.write_line(f"modules in no lane (add them to LANES in tests/conftest.py): "
                                     f"{', '.join(sorted(unlisted))}")

@@ -7,7 +7,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from conftest import LANES, OTHER, lane_of
+from conftest import FIRST, LANES, OTHER, lane_of
 
 TESTS = Path(__file__).resolve().parent
 MODULES = sorted(p.stem for p in TESTS.glob("test_*.py"))
@@ -28,3 +28,11 @@ def test_make_test_runs_every_lane_and_test_quick_the_quick_one():
     assert "-m pytest tests " in recipes["test"] and "--lane" not in recipes["test"], recipes["test"]
     assert "--durations" in recipes["test"]              # the slowest tests, beside the lane table (conftest)
     assert "-m pytest tests " in recipes["test-quick"] and re.search(r"--lane quick\b", recipes["test-quick"])
+
+
+def test_make_test_runs_whole_modules_in_workers_the_costliest_first():
+    makefile = (TESTS.parent / "Makefile").read_text(encoding="utf-8")
+    recipe = dict(re.findall(r"^(test):.*\n\t(.*)", makefile, re.M))["test"]
+    assert "-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder" in recipe, recipe   # a module in one worker
+    assert re.search(r"^TEST_WORKERS \?= [1-9]", makefile, re.M)
+    assert [m for m in FIRST if m not in MODULES] == [] and len(set(FIRST)) == len(FIRST), FIRST
