@@ -154,11 +154,11 @@ def artifacts() -> Path:
 
 
 @pytest.fixture(scope="session")
-def built_site() -> Path:
+def built_site(pytestconfig) -> Path:
     """The book built with warnings as errors, as `make book` builds it, into _build/html: reused as it is when
     _build/html carries the stamp of exactly these inputs (book/_ext/site_build.py), else built once (the
     execution cache spares the pages whose code did not change). Its html root."""
-    ready = os.environ.get(SUITE_SITE) if os.environ.get("PYTEST_XDIST_WORKER") else None
+    ready = os.environ.get(SUITE_SITE) if _worker(pytestconfig) else None
     if ready:   # the controller built or reused it before the workers started: no worker builds it again
         return Path(ready)
     result = _site()
@@ -244,7 +244,7 @@ def pytest_sessionstart(session):
 
 
 @pytest.fixture(scope="session", autouse=True)
-def reference_store(tmp_path_factory):
+def reference_store(tmp_path_factory, pytestconfig):
     """AGENTRL_REFERENCE_STORE for the whole session: a folder only the suite's graders write (no sandbox sees it),
     so each instructor notebook runs once per session for every grading run that needs it. With workers it is one
     folder for all of them: the grader writes each record once, under a file lock (grader/grade/reference.py), and
@@ -253,7 +253,7 @@ def reference_store(tmp_path_factory):
 
     from course import ReferenceStore
 
-    shared = os.environ.get(SUITE_REFERENCES) if os.environ.get("PYTEST_XDIST_WORKER") else None
+    shared = os.environ.get(SUITE_REFERENCES) if _worker(pytestconfig) else None
     folder = Path(shared) if shared else tmp_path_factory.mktemp("references")
     before = os.environ.get(STORE)
     os.environ[STORE] = str(folder)
