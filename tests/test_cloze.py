@@ -270,3 +270,26 @@ def test_importing_the_widget_module_does_not_import_ipywidgets():
     code = "import sys, agentrl_ref.teaching.cloze.widget; print('ipywidgets' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_a_card_opens_a_few_hundred_widget_models_at_most_and_a_refresh_closes_the_old_ones():
+    """Every widget model is a comm_open (or more) on the kernel's IOPub socket, and a client that falls a few
+    thousand messages behind loses some, the cell's idle status among them: nbclient then waits out its IOPub
+    timeout (measured with the old card: two of exercise 9's in one cell, read 6 s late, lost nothing of 3,279
+    messages; four, read 12 s late, lost some 300 of 6,500, the idle among them). One HTML per run of code text
+    and shared layouts keep the largest card, every blank open, under 700 models (one widget per token once made
+    it 1,641 messages at the default level; now 348)."""
+    pytest.importorskip("ipywidgets")
+    from ipywidgets.widgets.widget import _instances
+
+    from agentrl_ref.teaching.cloze.widget import ClozeWidget
+
+    for snippet in cloze.SNIPPETS:
+        for level in cloze.levels(len(cloze.maskable_tokens(cloze.snippet_code(snippet.key)))):
+            before = len(_instances)
+            card = ClozeWidget(snippet.key, seed=3, level=level["name"])
+            opened = len(_instances) - before
+            assert opened < 700, (snippet.key, level["name"], opened)
+            card.refresh()
+            card.refresh()
+            assert len(_instances) - before < opened + 60, (snippet.key, "a refresh left the old rows open")

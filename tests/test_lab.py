@@ -17,6 +17,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from course import ROOT, filled, mutated_fills, mutations, reference_fills
@@ -57,6 +58,7 @@ def _open(browser, url: str):
 
 
 EX7 = "ex7_agent_grpo"
+CLOZE_KEY, CLOZE_SEED = "rollout_correction", 7   # the largest card
 EX3, EX3_MISTAKE = "ex3_loss_mask", "tool output trained too"   # its TODO 1 check fails; figures come after it
 
 
@@ -73,6 +75,10 @@ def student_lab(tmp_path_factory):
     (folder / f"{EX7}_no_exp.ipynb").write_text(filled(EX7, mutated_fills(EX7, changes)), encoding="utf-8")
     changes, _ = mutations(EX3)[EX3_MISTAKE]
     (folder / f"{EX3}_mistake.ipynb").write_text(filled(EX3, mutated_fills(EX3, changes)), encoding="utf-8")
+    cloze_nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        f"from agentrl_ref import cloze_practice\ncloze_practice({CLOZE_KEY!r}, seed={CLOZE_SEED})")],
+        metadata=nbformat.read(folder / "ex1_format_reward.ipynb", as_version=4).metadata)   # its kernel
+    nbformat.write(cloze_nb, folder / "cloze.ipynb")
     proc, base = _lab(folder, True, tmp)
     yield base
     proc.terminate()
@@ -199,3 +205,37 @@ def test_run_all_goes_on_past_a_failing_test_cell(browser, student_lab, artifact
     assert "只有 assistant 段是 1" in said and "下面的格照常运行" in said, said   # the hint, and that the rest runs
     assert failed[0] < len(cells) - 5, "the failing test cell should have cells below it"
     assert counts[-1] > counts[failed[0]]                                    # they ran after it
+
+
+def test_the_cloze_card_shows_its_code_line_by_line_and_marks_a_right_answer(browser, student_lab, artifacts):
+    """cloze_practice in JupyterLab: the rows of the card are the snippet's lines, with an empty box exactly where
+    Python put a blank; a right answer typed into a box turns it green. (The card opens a few hundred widget models,
+    not the 1,600 it once did: a client that falls a few thousand IOPub messages behind loses some.)"""
+    from agentrl_ref.teaching.cloze import cards as cloze
+    from agentrl_ref.teaching.cloze.widget import ClozeWidget
+
+    card = ClozeWidget(CLOZE_KEY, seed=CLOZE_SEED)
+    expected = ["".join("\0" if p % 2 == 1 and (p - 1) // 2 in card.blanks else piece
+                        for p, piece in enumerate(card.pieces))][0].split("\n")
+    name = "cloze.ipynb"
+    page, _ = _open(browser, f"{student_lab}/lab/workspaces/cloze/tree/{name}?reset&token={TOKEN}")
+    _wait_for_idle_kernel(student_lab, name)
+    page.locator("#jp-MainMenu .lm-MenuBar-itemLabel", has_text="运行").first.click()
+    page.locator(".lm-Menu-itemLabel", has_text="运行所有单元格").first.click()
+    page.wait_for_selector(".cloze-line input", timeout=120_000)   # a hang detector, not a timing target
+    rows = page.evaluate("""() => [...document.querySelectorAll('.cloze-line')].map(row =>
+        [...row.querySelectorAll('pre, input')].map(e => e.tagName === 'INPUT' ? '\\0' : e.textContent)
+        .join('').split('\\n')).flat()""")
+    assert [r.rstrip() for r in rows] == [e.rstrip() for e in expected]
+    boxes = page.locator(".cloze-line input")
+    assert boxes.count() == card.k == len(cloze.choose_blanks(card.n, card.k, CLOZE_SEED))
+    first = boxes.first
+    first.fill(card.answers[card.blanks[0]])
+    first.press("Enter")
+    page.wait_for_function("(e) => getComputedStyle(e).backgroundColor !== 'rgba(0, 0, 0, 0)' && "
+                           "getComputedStyle(e).backgroundColor !== 'rgb(255, 255, 255)'",
+                           arg=first.element_handle(), timeout=30_000)
+    page.screenshot(path=str(artifacts / "lab-cloze-card.png"), full_page=True)
+    color = first.evaluate("e => getComputedStyle(e).backgroundColor")
+    page.close()
+    assert color == "rgb(201, 239, 211)", color   # RIGHT's colour (#c9efd3)

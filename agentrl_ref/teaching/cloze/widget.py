@@ -15,7 +15,7 @@ import secrets
 from agentrl_ref.teaching.cloze import cards as cloze
 
 RIGHT, WRONG, REVEALED = "cloze-right", "cloze-wrong", "cloze-revealed"
-_COLORS = {RIGHT: "#c9efd3", WRONG: "#ffd3d0", REVEALED: "#d6e6fb", None: ""}
+_COLORS = {RIGHT: "#c9efd3", WRONG: "#ffd3d0", REVEALED: "#d6e6fb"}
 _STYLE = """<style>
 .cloze-line { gap: 0 !important; min-height: 1.9em; align-items: center; }
 .cloze-line > .widget-html, .cloze-line > .widget-text { margin: 0 !important; }
@@ -23,7 +23,8 @@ _STYLE = """<style>
 .cloze-line pre { margin: 0; padding: 0; background: none; font-size: var(--jp-code-font-size, 13px); }
 .cloze-line input { font-family: var(--jp-code-font-family, monospace) !important;
                     font-size: var(--jp-code-font-size, 13px) !important; padding: 0 2px !important; }
-</style>"""
+""" + "".join(f".cloze-line .{state} input {{ background: {color} !important; }}\n"
+              for state, color in _COLORS.items()) + "</style>"
 
 
 class ClozeWidget:
@@ -87,6 +88,8 @@ class ClozeWidget:
         self.update()
 
     def update(self) -> None:
+        from ipywidgets.widgets.widget_string import TextStyle
+
         widgets = self._w
         self.blanks = cloze.choose_blanks(self.n, self.k, self.seed)
         if self.seed_box.value != self.seed:
@@ -95,27 +98,67 @@ class ClozeWidget:
         self.result.value = ""
         hidden = set(self.blanks)
         self.inputs = {}
-        rows, row = [], []
+        widths: dict[int, object] = {}   # one Layout (one widget model) per box width, and one TextStyle
+        text_style = TextStyle()
+        rows: list[list] = [[]]          # per code line: text (str) and blanks (Text widgets), in order
         for p, piece in enumerate(self.pieces):
             index = (p - 1) // 2
             if p % 2 == 1 and index in hidden:
-                box = widgets.Text(value="", continuous_update=False, placeholder="",
-                                   layout=widgets.Layout(width=f"calc({max(len(piece), 2)}ch + 10px)"))
+                width = max(len(piece), 2)
+                if width not in widths:
+                    widths[width] = widgets.Layout(width=f"calc({width}ch + 10px)")
+                box = widgets.Text(value="", continuous_update=False, placeholder="", layout=widths[width],
+                                   style=text_style)
                 box.observe(lambda change: self.check(), names="value")
                 self.inputs[index] = box
-                row.append(box)
+                rows[-1].append(box)
                 continue
-            lines = piece.split("\n")
-            for j, text in enumerate(lines):
+            for j, text in enumerate(piece.split("\n")):
+                if j:
+                    rows.append([])
                 if text:
-                    row.append(widgets.HTML(f"<pre>{html.escape(text)}</pre>"))
-                if j < len(lines) - 1:
-                    rows.append(row)
-                    row = []
-        if row:
-            rows.append(row)
-        self.lines.children = [widgets.HBox(r or [widgets.HTML("<pre> </pre>")]).add_class("cloze-line")
-                               for r in rows]
+                    if rows[-1] and isinstance(rows[-1][-1], str):
+                        rows[-1][-1] += text
+                    else:
+                        rows[-1].append(text)
+        old, self.lines.children = self.lines.children, self._line_widgets(rows)
+        self._close(old)
+
+    @staticmethod
+    def _close(rows) -> None:
+        """Close the widget models of the rows a refresh replaced (the kernel and the page forget them)."""
+        seen = set()
+        for row in rows:
+            for w in (*row.children, row):
+                for model in (w, w.layout, getattr(w, "style", None)):
+                    if model is not None and id(model) not in seen:
+                        seen.add(id(model))
+                        model.close()
+
+    def _line_widgets(self, rows: list[list]) -> list:
+        """One HBox per line with a blank; the lines between two such lines in one HTML block. Few widgets: every
+        widget is a comm_open (or three) on the kernel's IOPub socket, and a client that falls a few thousand
+        messages behind loses some (ZMQ's high-water mark), the cell's idle status among them."""
+        widgets = self._w
+        from ipywidgets.widgets.widget_string import HTMLStyle
+
+        layout, style, row_layout = widgets.Layout(), HTMLStyle(), widgets.Layout()   # one model each, shared
+
+        def code(text: str):
+            return widgets.HTML(f"<pre>{html.escape(text) or ' '}</pre>", layout=layout, style=style)
+
+        out, plain = [], []
+        for row in rows + [None]:
+            if row is not None and all(isinstance(part, str) for part in row):
+                plain.append("".join(row))
+                continue
+            if plain:
+                out.append(widgets.HBox([code("\n".join(plain))], layout=row_layout).add_class("cloze-line"))
+                plain = []
+            if row is not None:
+                out.append(widgets.HBox([code(part) if isinstance(part, str) else part for part in row],
+                                        layout=row_layout).add_class("cloze-line"))
+        return out
 
     # -- actions --------------------------------------------------------------------------------
 
@@ -123,8 +166,7 @@ class ClozeWidget:
         for cls in (RIGHT, WRONG, REVEALED):
             box.remove_class(cls)
         if state:
-            box.add_class(state)
-        box.style.background = _COLORS[state]
+            box.add_class(state)   # its colour: _STYLE
 
     def check(self) -> dict[str, int]:
         """Mark every filled blank right or wrong; return the counts."""
