@@ -87,6 +87,24 @@ def _deterministic_outputs(cell) -> list:
     return out
 
 
+def _where_they_differ(a: list, b: list) -> str:
+    """The first output that differs, and its two texts around the first character where they part."""
+    for k, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            if isinstance(x[1], dict) and isinstance(y[1], dict) and x[0] == y[0]:
+                keys = sorted(set(x[1]) | set(y[1]))
+                if set(x[1]) != set(y[1]):
+                    return f"output {k} ({x[0]}): mime types {sorted(x[1])} and {sorted(y[1])}"
+                key = next(key for key in keys if x[1][key] != y[1][key])
+                x, y, what = str(x[1][key]), str(y[1][key]), f"output {k} ({x[0]}, {key})"
+            else:
+                x, y, what = str(x), str(y), f"output {k}"
+            at = next((i for i, (c, d) in enumerate(zip(x, y)) if c != d), min(len(x), len(y)))
+            return (f"{what} parts at character {at}:\n  first:  …{x[max(0, at - 150):at + 150]!r}\n"
+                    f"  second: …{y[max(0, at - 150):at + 150]!r}")
+    return f"{len(a)} outputs against {len(b)}: the extra ones {str(a[len(b):] or b[len(a):])[:600]}"
+
+
 def _differences(first_run, again) -> tuple[int, list[str]]:
     """How many code cells of the second execution printed something, and a report of those that differ."""
     first = {c.id: c for c in first_run.cells if c.cell_type == "code"}
@@ -98,7 +116,7 @@ def _differences(first_run, again) -> tuple[int, list[str]]:
         a, b = _deterministic_outputs(first[cell.id]), _deterministic_outputs(cell)
         compared += bool(a)
         if a != b:
-            report.append(f"{cell.id}:\n  first:  {str(a)[:600]}\n  second: {str(b)[:600]}")
+            report.append(f"{cell.id}: {_where_they_differ(a, b)}")
     return compared, report
 
 
