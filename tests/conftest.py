@@ -321,8 +321,49 @@ def pytest_configure(config):
     config.pluginmanager.register(_LaneTable(), "agentrl-lanes")
 
 
+def _cpu_seconds() -> float:
+    """This process's CPU seconds (user + system) and those of its children it has waited for (kernels, sandboxes,
+    the guest's qemu, servers: counted when they end)."""
+    import resource
+
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item):
+    item._cpu_started = _cpu_seconds()
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    item._cpu_started = _cpu_seconds()
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item):
+    item._cpu_started = _cpu_seconds()
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Each phase's report carries its CPU seconds (`cpu`, kept when a worker sends the report to the controller):
+    the lane table adds them up beside the wall seconds, a measure that does not grow when the machine is busy."""
+    outcome = yield
+    started = getattr(item, "_cpu_started", None)
+    if started is not None:
+        outcome.get_result().cpu = _cpu_seconds() - started
+
+
+CPU_ROWS = 25   # the costliest test phases by CPU, printed under the lane table
+
+
 def _lane_table(terminalreporter) -> None:
     seconds: dict[str, float] = {}
+    cpu: dict[str, float] = {}
     counts: dict[str, int] = {}
     unlisted = set()
     for reports in terminalreporter.stats.values():
@@ -331,6 +372,7 @@ def _lane_table(terminalreporter) -> None:
                 continue
             lane = lane_of(rep.nodeid)
             seconds[lane] = seconds.get(lane, 0.0) + rep.duration
+            cpu[lane] = cpu.get(lane, 0.0) + (getattr(rep, "cpu", None) or 0.0)
             if rep.when == "call" or (rep.when == "setup" and rep.outcome == "skipped"):
                 counts[lane] = counts.get(lane, 0) + 1
             if lane == OTHER:
@@ -338,12 +380,20 @@ def _lane_table(terminalreporter) -> None:
     if not seconds:
         return
     started = getattr(terminalreporter, "_sessionstarttime", None)
-    terminalreporter.section("time per lane (setup + call + teardown)")
+    terminalreporter.section("time per lane (setup + call + teardown; CPU: the test processes and their children)")
     order = [lane for lane in [*LANES, OTHER] if lane in seconds]
     for lane in order:
-        terminalreporter.write_line(f"{lane:<18}{counts.get(lane, 0):>6} tests {seconds[lane]:>9.1f} s")
+        terminalreporter.write_line(f"{lane:<18}{counts.get(lane, 0):>6} tests {seconds[lane]:>9.1f} s"
+                                    f" {cpu.get(lane, 0.0):>9.1f} s CPU")
     terminalreporter.write_line(f"{'all lanes':<18}{sum(counts.values()):>6} tests {sum(seconds.values()):>9.1f} s"
+                                f" {sum(cpu.values()):>9.1f} s CPU"
                                 + (f" (pytest's wall clock: {time.time() - started:.0f} s)" if started else ""))
+    costly = sorted(((rep.cpu, rep.when, rep.nodeid) for reports in terminalreporter.stats.values() for rep in reports
+                     if getattr(rep, "cpu", None)), reverse=True)[:CPU_ROWS]
+    if costly:
+        terminalreporter.write_line(f"the {len(costly)} phases that cost the most CPU (what a busy machine pays):")
+        for secs, when, nodeid in costly:
+            terminalreporter.write_line(f"{secs:>9.1f} s CPU {when:<8} {nodeid}")
     for name, (secs, how) in SHARED.items():
         terminalreporter.write_line(f"once per session: {name}: {how}" + (f", {secs:.1f} s" if secs else ""))
     for worker, name, secs, how in sorted(FROM_WORKERS["shared"]):

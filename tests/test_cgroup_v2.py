@@ -247,11 +247,12 @@ def test_without_delegation_make_grade_refuses_and_names_the_ways_forward(lane):
 
 @pytest.mark.parametrize("run", ["root", "user", "job"])
 def test_honest_students_get_their_alone_score_and_attackers_their_answers(lane, run):
-    cells = _cells(lane["shared"] / run)
+    cells, rows = _cells(lane["shared"] / run), _rows(lane["shared"] / run)
     assert set(cells) == set(NOTEBOOKS if run == "user" else PAIR)
     for student in cells:
         alone = lane["alone"]["c-untouched" if student == "c-untouched" else "a-reference"]
-        assert cells[student] == alone, (student, cells[student], alone)
+        assert cells[student] == alone, (student, rows[student]["status"], rows[student]["notes"], cells[student],
+                                         alone, _read(lane, f"{run}-grade.log")[-2000:])
 
 
 def test_the_v2_grades_are_the_grades_of_this_machine(lane):
@@ -259,7 +260,8 @@ def test_the_v2_grades_are_the_grades_of_this_machine(lane):
     for run in ("root", "user"):
         there = _rows(lane["shared"] / run)
         assert {s: (r["score"], r["status"]) for s, r in there.items()} == \
-            {s: (r["score"], r["status"]) for s, r in here.items() if s in there}
+            {s: (r["score"], r["status"]) for s, r in here.items() if s in there}, \
+            (run, {s: r["notes"] for s, r in there.items()}, {s: r["notes"] for s, r in here.items()})
 
 
 def test_no_process_outlives_the_runs(lane):

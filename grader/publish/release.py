@@ -25,7 +25,7 @@ from pathlib import Path
 
 import nbformat
 
-from grader.course import GRADER, ROOT, assignments, copy_course, nbgrader_env
+from grader.course import GRADER, ROOT, assignments, copy_course, generate_assignments
 from grader.publish import cloze_snippets
 
 CLOZE_DATA = Path("agentrl_ref") / "teaching" / "cloze" / "cloze_snippets.json"  # the cloze cards, cut from the answers
@@ -126,13 +126,11 @@ def refresh_setup_cells(names: list[str], course: Path = GRADER, root: Path = RO
 
 
 def nbgrader_release(names: list[str], course: Path = GRADER) -> dict[str, nbformat.NotebookNode]:
-    """Run `nbgrader generate_assignment` in a scratch copy of the course; return the release notebooks."""
+    """nbgrader's generate_assignment (its converter, in this process, as grading runs it) in a scratch copy of the
+    course with a scratch gradebook; return the release notebooks."""
     with tempfile.TemporaryDirectory() as tmp:
         work = copy_course(Path(tmp) / "course", course)
-        for name in names:
-            subprocess.run(
-                [sys.executable, "-m", "nbgrader", "generate_assignment", name, "--force", "--log-level=WARN"],
-                cwd=work, env=nbgrader_env(), check=True)
+        generate_assignments(work, names, f"sqlite:///{Path(tmp) / 'gradebook.db'}")
         return {name: nbformat.read(work / "release" / name / f"{name}.ipynb", as_version=4) for name in names}
 
 
