@@ -1,31 +1,33 @@
-"""Every instructor notebook runs end to end, every test cell passes and writes nothing to stderr; the capstone's page
-prints the same thing twice, except what a clock measured.
+"""Every exercise runs end to end from the course's wheel, once; the pages that promise it print the same twice.
 
-The capstone is the one heavy page (three seeds of ablations): its first execution is the book build's (built_site,
-the page as readers get it, with the page's seeds), its second one is here. Its hidden tests run where they count,
-in nbgrader's grading of the reference answer (tests/test_nbgrader.py: a test cell writing to stderr scores 0)."""
-import os
-from unittest import mock
+One execution of each exercise serves every test here (`executed`, once per module and exercise): its instructor
+notebook (answers, visible and hidden tests, every demo cell, the page's seeds) in a fresh venv outside the repository
+that has only the course's wheel installed (tests/fresh_venv.py), after a first cell that proves where agentrl_ref
+comes from and before a last one that opens the exercise's cloze card. From it:
+
+- every notebook runs clean: no error, no test cell writes to stderr (nbgrader scores such a cell 0), no missing glyph;
+- what a student gets from the wheel works: every check() passes, the plots render, cloze_practice shows its widget;
+- the capstone's page and exercise 8's print what the book build's execution of them printed, except what a clock
+  measured: this is their second execution. The notebook's own cells (answers, checks, tests) run in between, so
+  nothing on a page may depend on them. The capstone's cells tagged measured are left out (the build executes
+  them, tests/test_two_process.py tests their engine).
+
+Hidden tests count where they decide, in nbgrader's grading of the reference answer (tests/test_nbgrader.py)."""
+import re
+from pathlib import Path
 
 import nbformat
 import pytest
 
-from course import ASSIGNMENTS, ROOT, SOURCE, run_notebook
+from agentrl_ref.teaching.cloze import cards as cloze
+from course import ASSIGNMENTS, ROOT, SOURCE
+from fresh_venv import expose, fresh_venv, install, kernelspec, printed, run_in, where_am_i
 
 CAPSTONE = "ex7_agent_grpo"
 MEASURED_TAG = "measured"  # a cell whose every output comes from a clock (agentrl_ref.teaching.shared.progress)
+SKIPPED_TAG = "skip-execution"   # on a page: answers, checks and tests, shown but not run by the book build
 PAGE = ROOT / "book" / f"{CAPSTONE}.ipynb"
-
-
-def execute(path, drop_tag: str | None = None) -> nbformat.NotebookNode:
-    """The notebook at path executed in its folder (cells tagged drop_tag left out), with the page's seeds."""
-    nb = nbformat.read(path, as_version=4)
-    if drop_tag:
-        nb.cells = [c for c in nb.cells if drop_tag not in c.metadata.get("tags", [])]
-    env = {k: v for k, v in os.environ.items() if k != "AGENTRL_CAPSTONE_SEEDS"}
-    with mock.patch.dict(os.environ, env, clear=True):  # the kernel inherits this process's environment
-        run_notebook(nb, cwd=path.parent, timeout=300)  # raises CellExecutionError on any failing cell
-    return nb
+CHECK_CALL = re.compile(r"^\s*(await )?check\(", re.M)
 
 
 def built_page(built_site, path) -> nbformat.NotebookNode:
@@ -47,6 +49,41 @@ def capstone_page(built_site):
     return built_page(built_site, PAGE)
 
 
+@pytest.fixture(scope="module")
+def wheel_venv(tmp_path_factory):
+    """A fresh venv with the course's wheel installed and nothing of the checkout; its kernel folder."""
+    import sysconfig
+
+    import course_assets  # book/_ext (tests/conftest.py puts it on the path)
+
+    wheel = course_assets.build_wheel(tmp_path_factory.mktemp("dist"))
+    tmp = tmp_path_factory.mktemp("wheel-venv")
+    venv = fresh_venv(tmp / "venv", with_pip=False)
+    install(venv, str(wheel))  # into the bare venv first: nothing else is visible to pip yet
+    expose(venv, Path(sysconfig.get_path("purelib")))  # then the course venv's packages, as dependencies
+    return venv, kernelspec(tmp, venv, {})
+
+
+@pytest.fixture(scope="module")
+def executed(wheel_venv, tmp_path_factory):
+    """name -> the exercise's instructor notebook executed from the wheel (see the module's docstring), each once."""
+    venv, jupyter_path = wheel_venv
+    done: dict[str, nbformat.NotebookNode] = {}
+
+    def run(name: str) -> nbformat.NotebookNode:
+        if name not in done:
+            nb = nbformat.read(SOURCE / name / f"{name}.ipynb", as_version=4)
+            nb.cells = [c for c in nb.cells if MEASURED_TAG not in c.metadata.get("tags", [])]
+            nb.cells.insert(0, where_am_i(venv))
+            card = next(s.key for s in cloze.SNIPPETS if s.exercise == name)
+            nb.cells.append(nbformat.v4.new_code_cell(
+                f"from agentrl_ref import cloze_practice\ncloze_practice({card!r})"))
+            # the page's seeds, whatever this shell asks for
+            done[name] = run_in(nb, tmp_path_factory.mktemp(name), jupyter_path, unset=("AGENTRL_CAPSTONE_SEEDS",))
+        return done[name]
+    return run
+
+
 def _clean(nb) -> None:
     for cell in nb.cells:
         if cell.cell_type != "code":
@@ -59,9 +96,26 @@ def _clean(nb) -> None:
         assert not any("Glyph" in s and "missing" in s for s in stderr), stderr
 
 
-@pytest.mark.parametrize("name", [a for a in ASSIGNMENTS if a != CAPSTONE])
-def test_instructor_notebook_executes(name):
-    _clean(execute(SOURCE / name / f"{name}.ipynb"))
+@pytest.mark.parametrize("name", ASSIGNMENTS)
+def test_instructor_notebook_executes(name, executed):
+    _clean(executed(name))
+
+
+@pytest.mark.parametrize("name", ASSIGNMENTS)
+def test_wheel_runs_every_student_notebook(name, executed):
+    """What a student runs, from the wheel: every check() says all passed, the plots render, the cloze card shows."""
+    nb = executed(name)
+    checks = [c for c in nb.cells if c.cell_type == "code" and CHECK_CALL.search(c.source)]
+    assert checks
+    for cell in checks:
+        out = printed(cell)
+        assert "全部通过" in out and "✗" not in out, out
+    demo = [c for c in nb.cells if "demo" in c.metadata.get("tags", [])]
+    figures = [o for c in demo for o in c.outputs if "image/png" in o.get("data", {})]
+    if any("plot" in c.source for c in demo):
+        assert figures, f"{name}: no plot rendered"
+    widget = nb.cells[-1]
+    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in widget.outputs), widget
 
 
 def test_the_capstone_page_runs_clean(capstone_page):
@@ -105,26 +159,32 @@ def _where_they_differ(a: list, b: list) -> str:
     return f"{len(a)} outputs against {len(b)}: the extra ones {str(a[len(b):] or b[len(a):])[:600]}"
 
 
-def _differences(first_run, again) -> tuple[int, list[str]]:
-    """How many code cells of the second execution printed something, and a report of those that differ."""
-    first = {c.id: c for c in first_run.cells if c.cell_type == "code"}
+def _differences(page, again) -> tuple[int, list[str]]:
+    """Over the page's cells the book build executed (not skipped, not measured): how many printed something, and a
+    report of those whose outputs differ in `again` (matched by cell id)."""
+    ran = {c.id: c for c in again.cells if c.cell_type == "code"}
     compared = 0
     report = []
-    for cell in again.cells:
-        if cell.cell_type != "code":
+    for cell in page.cells:
+        tags = cell.metadata.get("tags", [])
+        if cell.cell_type != "code" or SKIPPED_TAG in tags or MEASURED_TAG in tags:
             continue
-        a, b = _deterministic_outputs(first[cell.id]), _deterministic_outputs(cell)
+        if cell.id not in ran:
+            report.append(f"{cell.id}: not in the second execution")
+            continue
+        a, b = _deterministic_outputs(cell), _deterministic_outputs(ran[cell.id])
         compared += bool(a)
         if a != b:
             report.append(f"{cell.id}: {_where_they_differ(a, b)}")
     return compared, report
 
 
-def test_the_capstone_page_prints_the_same_twice_except_what_a_clock_measured(capstone_page):
+def test_the_capstone_page_prints_the_same_twice_except_what_a_clock_measured(capstone_page, executed):
     """The page promises: the single-process training, every ablation and every verdict come out the same when the page
     runs again on the same machine; only lines that report measured time (and the two-process section, tagged
-    "measured") change. The second execution leaves the measured cells out: nothing else may depend on them."""
-    again = execute(PAGE, drop_tag=MEASURED_TAG)
+    "measured") change. The second execution (`executed`) leaves the measured cells out: nothing else may depend on
+    them."""
+    again = executed(CAPSTONE)
     compared, report = _differences(capstone_page, again)
     assert not report, f"{len(report)} cells differ between two executions:\n" + "\n".join(report)
     verdicts = [c for c in again.cells if c.cell_type == "code" and "**判断**" in str(_deterministic_outputs(c))]
@@ -141,13 +201,13 @@ def test_every_figure_of_the_capstone_shows(capstone_page):
     assert len(drawn) >= 7 and all(drawn.values()), drawn
 
 
-def test_exercise_8s_page_prints_the_same_twice_except_what_a_clock_measured(built_site):
+def test_exercise_8s_page_prints_the_same_twice_except_what_a_clock_measured(built_site, executed):
     """Exercise 8's measurement (the sampled completions, how many drift, every ratio), its figure and the template
     demo come out the same in a second execution; only the line with the seconds it took is measured."""
     path = ROOT / "book" / "ex8_token_in_out.ipynb"
     first_run = built_page(built_site, path)
     _clean(first_run)
-    compared, report = _differences(first_run, execute(path))
+    compared, report = _differences(first_run, executed("ex8_token_in_out"))
     assert not report, f"{len(report)} cells differ between two executions:\n" + "\n".join(report)
     assert compared >= 4, compared  # the table, the examples, the figure, the template demo
     drawn = [c for c in first_run.cells if c.cell_type == "code" and "fig = plot_" in c.source]

@@ -2,15 +2,15 @@
 
 - the layout shows the design: the six components, chapter 2's components, a few sub-packages, nothing else;
 - a component never imports matplotlib or ipywidgets;
-- the wheel, installed into a fresh venv outside the repository, runs every student notebook with the
-  reference answers filled in (every check() passes, plots render, cloze_practice works);
+- the wheel, installed into a fresh venv outside the repository, runs every exercise with its answers
+  (tests/test_notebooks_execute.py: one execution of each notebook serves every test that reads it);
 - "Colab-like": a fresh venv with only what a hosted notebook has; the setup cell installs the package
   from the built site served on 127.0.0.1, and the notebook runs;
 - the Binder environment files resolve (pip install --dry-run).
 
 Offline: the dependencies of the fresh venvs are the course venv's own installed packages, made visible
-through a .pth file (a filtered set of them for the Colab-like venv); pip is run with PIP_NO_INDEX so it
-cannot fetch anything.
+through a .pth file (tests/fresh_venv.py; a filtered set of them for the Colab-like venv); pip is run with
+PIP_NO_INDEX so it cannot fetch anything.
 """
 from __future__ import annotations
 
@@ -25,12 +25,11 @@ from importlib import metadata
 from pathlib import Path
 
 import nbformat
-import pytest
 from packaging.requirements import Requirement
 
 from grader.publish import release
-from agentrl_ref.teaching.cloze import cards as cloze
-from course import ASSIGNMENTS, ROOT, filled, reference_fills, run_notebook
+from course import ROOT, filled, reference_fills
+from fresh_venv import expose, fresh_venv, kernelspec, printed, run_in, where_am_i
 
 COMPONENTS = {"format_reward.py", "verifiable_reward.py", "loss_mask.py", "rollout_buffer.py",
               "composite_reward.py", "token_credit.py"}
@@ -71,101 +70,6 @@ def test_public_names_resolve():
 # ---------------------------------------------------------------- fresh venvs
 
 
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    import course_assets  # book/_ext (tests/conftest.py puts it on the path)
-
-    return course_assets.build_wheel(tmp_path_factory.mktemp("dist"))
-
-
-def _site_packages(venv: Path) -> Path:
-    return Path(subprocess.check_output(
-        [str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-        text=True).strip())
-
-
-def _fresh_venv(where: Path, with_pip: bool) -> Path:
-    base = getattr(sys, "_base_executable", sys.executable)
-    args = [base, "-m", "venv", str(where)] + ([] if with_pip else ["--without-pip"])
-    subprocess.run(args, check=True)
-    return where
-
-
-def _install(venv: Path, *requirements: str, env: dict | None = None) -> None:
-    proc = subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install",
-                           "--quiet", "--no-index", "--no-deps", *requirements], capture_output=True, text=True,
-                          env=env)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-
-
-def _expose(venv: Path, folder: Path) -> None:
-    """Make folder's packages importable in venv (after the venv's own site-packages)."""
-    (_site_packages(venv) / "zz_course_deps.pth").write_text(str(folder) + "\n", encoding="utf-8")
-
-
-def _kernelspec(tmp: Path, venv: Path, env: dict[str, str]) -> Path:
-    """A Jupyter data folder with one kernel, 'fresh', that runs venv's python in a neutral folder."""
-    spec = tmp / "jupyter" / "kernels" / "fresh"
-    spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": [str(venv / "bin" / "python"), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "fresh", "language": "python", "env": env,
-    }), encoding="utf-8")
-    return tmp / "jupyter"
-
-
-def _run(nb: nbformat.NotebookNode, workdir: Path, jupyter_path: Path, monkeypatch) -> nbformat.NotebookNode:
-    monkeypatch.setenv("JUPYTER_PATH", str(jupyter_path))
-    monkeypatch.delenv("PYTHONPATH", raising=False)
-    return run_notebook(nb, cwd=workdir, timeout=600, kernel_name="fresh")  # any error in any cell fails the test
-
-
-def _where_am_i(venv: Path) -> nbformat.NotebookNode:
-    return nbformat.v4.new_code_cell(
-        "import sys, agentrl_ref\n"
-        f"assert agentrl_ref.__file__.startswith({str(_site_packages(venv))!r}), agentrl_ref.__file__\n"
-        f"repo = [p for p in sys.path if p.startswith({str(ROOT)!r}) and not p.startswith({str(ROOT / '.venv')!r})]\n"
-        "assert not repo, sys.path  # the checkout is not on sys.path (its venv's packages are, as dependencies)\n")
-
-
-def _outputs(cell) -> str:
-    return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
-
-
-@pytest.fixture(scope="module")
-def wheel_venv(wheel, tmp_path_factory) -> Path:
-    venv = _fresh_venv(tmp_path_factory.mktemp("wheel-venv") / "venv", with_pip=False)
-    _install(venv, str(wheel))  # into the bare venv first: nothing else is visible to pip yet
-    _expose(venv, Path(sysconfig.get_path("purelib")))  # then the course venv's packages, as dependencies
-    return venv
-
-
-@pytest.mark.parametrize("name", ASSIGNMENTS)
-def test_wheel_runs_every_student_notebook(name, wheel_venv, tmp_path, monkeypatch):
-    if name == "ex7_agent_grpo":
-        # the capstone's ablations on one seed here; the book build (built_site, -W) executes the page's seeds
-        monkeypatch.setenv("AGENTRL_CAPSTONE_SEEDS", "0")
-    nb = nbformat.reads(filled(name, reference_fills(name)), as_version=4)
-    nb.cells.insert(0, _where_am_i(wheel_venv))
-    key = next(s.key for s in cloze.SNIPPETS if s.exercise == name)
-    nb.cells.append(nbformat.v4.new_code_cell(f"from agentrl_ref import cloze_practice\ncloze_practice({key!r})"))
-    workdir = tmp_path / "work"
-    workdir.mkdir()
-    _run(nb, workdir, _kernelspec(tmp_path, wheel_venv, {}), monkeypatch)
-    checks = [c for c in nb.cells if c.cell_type == "code" and CHECK_CALL.search(c.source)]
-    assert checks
-    for cell in checks:
-        out = _outputs(cell)
-        assert "全部通过" in out and "✗" not in out, out
-    demo = [c for c in nb.cells if "demo" in c.metadata.get("tags", []) and "skip-execution" not in
-            c.metadata.get("tags", [])]
-    figures = [o for c in demo for o in c.outputs if "image/png" in o.get("data", {})]
-    if any("plot" in c.source for c in demo):
-        assert figures, f"{name}: no plot rendered"
-    widget = nb.cells[-1]
-    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in widget.outputs), widget
-
-
 def _closure(names: list[str]) -> set[str]:
     """The installed distributions names need (requirements with their markers, extras ignored)."""
     seen: set[str] = set()
@@ -199,9 +103,9 @@ def _overlay(folder: Path, names: list[str]) -> Path:
     return folder
 
 
-def test_colab_like_setup_cell_installs_the_package_from_the_site(site_url, tmp_path, monkeypatch):
-    venv = _fresh_venv(tmp_path / "venv", with_pip=False)
-    _expose(venv, _overlay(tmp_path / "hosted", HOSTED))
+def test_colab_like_setup_cell_installs_the_package_from_the_site(site_url, tmp_path):
+    venv = fresh_venv(tmp_path / "venv", with_pip=False)
+    expose(venv, _overlay(tmp_path / "hosted", HOSTED))
     probe = subprocess.run([str(venv / "bin" / "python"), "-c", "import agentrl_ref"], capture_output=True,
                            cwd=tmp_path)
     assert probe.returncode != 0, "agentrl_ref must not be importable before the setup cell runs"
@@ -210,14 +114,14 @@ def test_colab_like_setup_cell_installs_the_package_from_the_site(site_url, tmp_
     setup = next(i for i, c in enumerate(nb.cells)
                  if c.metadata.get("nbgrader", {}).get("grade_id") == release.SETUP_ID)
     assert nb.cells[setup - 1].source.startswith("# 练习 1"), "the setup cell is right below the title"
-    nb.cells.insert(setup + 1, _where_am_i(venv))
+    nb.cells.insert(setup + 1, where_am_i(venv))
     env = {"AGENTRL_COURSE_SITE": f"{site_url}/", "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     workdir = tmp_path / "work"
     workdir.mkdir()
-    _run(nb, workdir, _kernelspec(tmp_path, venv, env), monkeypatch)
-    assert "正在安装课程包" in _outputs(nb.cells[setup])
+    run_in(nb, workdir, kernelspec(tmp_path, venv, env))
+    assert "正在安装课程包" in printed(nb.cells[setup])
     checks = [c for c in nb.cells if c.cell_type == "code" and CHECK_CALL.search(c.source)]
-    assert checks and all("全部通过" in _outputs(c) for c in checks)
+    assert checks and all("全部通过" in printed(c) for c in checks)
     # what the site serves is what this checkout builds
     served = subprocess.check_output([str(venv / "bin" / "python"), "-c",
                                       "import importlib.metadata as m; print(m.version('agentrl-ref'))"], text=True)
