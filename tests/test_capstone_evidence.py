@@ -38,7 +38,7 @@ def test_a_mean_difference_beyond_the_seed_to_seed_spread_is_a_result():
     assert v.test.p == pytest.approx(t_two_sided_p(-0.09333 / (math.sqrt(3) * 0.01 / 3), 2), rel=1e-3)
     assert v.text == ('准确率：3 个种子全部是 "也训练" 比 "屏蔽" 低（差 -10.0 到 -9.0 个百分点，'
                       "平均 -9.3 ± 1.2 个百分点），"
-                      f"平均差超出了种子之间的波动（配对 t 检验，p = {v.test.p:.3f}）。")
+                      f"平均差超出了种子之间的波动和评估噪声（配对 t 检验，p = {v.test.p:.3f}）。")
 
 
 def test_with_many_seeds_one_pointing_the_other_way_does_not_hide_a_mean_beyond_the_spread():
@@ -56,7 +56,7 @@ def test_every_seed_beyond_its_noise_but_a_wide_spread_is_only_a_tendency():
     v = seed_verdict(diffs((0.934, 0.832), (0.949, 0.902), (0.969, 0.932), se=0.015), "准确率", "屏蔽", "也训练")
     assert all(d.beyond_noise for d in diffs((0.934, 0.832), (0.949, 0.902), (0.969, 0.932), se=0.015))
     assert v.kind == "lean" and v.sign == -1 and v.test.p > ALPHA
-    assert "但平均差没有超出种子之间的波动（配对 t 检验，p = " in v.text
+    assert "但平均差没有超出种子之间的波动和评估噪声（配对 t 检验，p = " in v.text
     assert "两臂毫无差别时，3 个种子方向碰巧一致的概率也有 25%）：是倾向，不是定论。" in v.text
 
 

@@ -5,6 +5,8 @@ GRPOTrainer calls every reward function with keyword arguments only:
     f(prompts=[...], completions=[...], completion_ids=[...], trainer_state=..., log_extra=...,
       log_metric=..., **every other dataset column, one value per completion)
 
+(plus environments=[...] when the trainer was given an environment_factory)
+
 and wants one float per completion back (None means "cannot score": TRL makes it NaN and leaves it out
 of the sums). A completion is a str when the dataset's prompts are plain text, and a list of messages,
 e.g. [{"role": "assistant", "content": "..."}], when they are conversations; either way it was decoded

@@ -1,5 +1,6 @@
-"""A verl `compute_score` from the course's composite reward (contract: verl 0.9, ANCHORS §7; the call and the loading
-read in verl's source, main branch of January 2026: workers/reward_manager/naive.py, trainer/ppo/reward.py).
+"""A verl `compute_score` from the course's composite reward (contract: ANCHORS §7; the call and the loading read in
+verl's source, v0.7.0 and main of January 2026 (0.8.0.dev): verl/workers/reward_manager/naive.py,
+verl/trainer/ppo/reward.py).
 
 verl decodes each response with skip_special_tokens=True and calls
 

@@ -200,10 +200,12 @@ def against_the_paper(abl) -> str:
     verdict = comparison_verdicts(abl, "offpolicy")[0]  # accuracy: decoupled against the behaviour ratio
     if verdict.kind == "agree":
         return ("这几个种子上解耦 PPO 比对行为策略取比值更准：和 AReaL 论文一致。" if verdict.sign > 0 else
-                "这几个种子上解耦 PPO 比对行为策略取比值更差，而且超出了种子之间的波动：这和 AReaL 论文的结论相反。")
+                "这几个种子上解耦 PPO 比对行为策略取比值更差，而且超出了种子之间的波动和评估噪声："
+                "这和 AReaL 论文的结论相反。")
     if verdict.kind == "lean":
-        return ("方向和 AReaL 论文一致（解耦 PPO 更准），但没有超出种子之间的波动：不是定论。" if verdict.sign > 0 else
-                "方向和 AReaL 论文相反（解耦 PPO 更差），但没有超出种子之间的波动：不是定论，"
+        return ("方向和 AReaL 论文一致（解耦 PPO 更准），但没有超出种子之间的波动和评估噪声：不是定论。"
+                if verdict.sign > 0 else
+                "方向和 AReaL 论文相反（解耦 PPO 更差），但没有超出种子之间的波动和评估噪声：不是定论，"
                 "也没有重现论文报告的好处。")
     return "这几个种子上没有重现 AReaL 论文报告的好处（上面的判断没有给出解耦 PPO 更准的结论）。"
 

@@ -58,8 +58,8 @@ def seed_verdict(diffs: list[SeedDiff], metric: str, a_label: str, b_label: str,
         along = signs.count(sign)
         who = (f"{n} 个种子全部是 {b_label} 比 {a_label} {word}" if along == n else
                f"{n} 个种子里 {along} 个是 {b_label} 比 {a_label} {word}，{n - along} 个不是")
-        return SeedVerdict("agree", sign, f"{metric}：{who}（差 {spread}，{mean}），平均差超出了种子之间的波动"
-                                      f"（配对 t 检验，{_p_text(test.p)}）。", test)
+        return SeedVerdict("agree", sign, f"{metric}：{who}（差 {spread}，{mean}），"
+                                      f"平均差超出了种子之间的波动和评估噪声（配对 t 检验，{_p_text(test.p)}）。", test)
     if all(not d.beyond_noise for d in diffs):
         if all(d.diff == 0 for d in diffs):
             return SeedVerdict("noise", 0, f"{metric}：{n} 个种子上 {b_label} 与 {a_label} 的结果完全相同。", test)
@@ -68,7 +68,8 @@ def seed_verdict(diffs: list[SeedDiff], metric: str, a_label: str, b_label: str,
     if same:
         word = higher if signs[0] > 0 else lower
         return SeedVerdict("lean", signs[0], f"{metric}：{n} 个种子都是 {b_label} 比 {a_label} {word}（差 {spread}，"
-                                         f"{mean}），但平均差没有超出种子之间的波动（配对 t 检验，{_p_text(test.p)}；"
+                                         f"{mean}），但平均差没有超出种子之间的波动和评估噪声"
+                                         f"（配对 t 检验，{_p_text(test.p)}；"
                                          f"两臂毫无差别时，{n} 个种子方向碰巧一致的概率也有 {sign_chance(n):.0%}）："
                                          "是倾向，不是定论。", test)
     up, down = signs.count(1), signs.count(-1)
