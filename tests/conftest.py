@@ -343,8 +343,9 @@ def pytest_runtest_call(item):
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_teardown(item):
+def pytest_runtest_teardown(item, nextitem):
     item._cpu_started = _cpu_seconds()
+    item._last_in_process = nextitem is None   # the session's fixtures end here: its servers, browser, guest
     yield
 
 
@@ -355,10 +356,16 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     started = getattr(item, "_cpu_started", None)
     if started is not None:
-        outcome.get_result().cpu = _cpu_seconds() - started
+        report = outcome.get_result()
+        report.cpu = _cpu_seconds() - started
+        if call.when == "teardown" and getattr(item, "_last_in_process", False):
+            report.cpu_lane = SESSION_END   # not the last test's: what the process's shared servers used
 
 
 CPU_ROWS = 25   # the costliest test phases by CPU, printed under the lane table
+# A child's CPU is counted when it is reaped: the session's servers and browser (PostgreSQL, Chromium, JupyterLab) at
+# the last teardown of each process. The lane table puts that teardown's CPU in a row of its own.
+SESSION_END = "session's servers"
 
 
 def _lane_table(terminalreporter) -> None:
@@ -372,7 +379,8 @@ def _lane_table(terminalreporter) -> None:
                 continue
             lane = lane_of(rep.nodeid)
             seconds[lane] = seconds.get(lane, 0.0) + rep.duration
-            cpu[lane] = cpu.get(lane, 0.0) + (getattr(rep, "cpu", None) or 0.0)
+            cpu_lane = getattr(rep, "cpu_lane", None) or lane
+            cpu[cpu_lane] = cpu.get(cpu_lane, 0.0) + (getattr(rep, "cpu", None) or 0.0)
             if rep.when == "call" or (rep.when == "setup" and rep.outcome == "skipped"):
                 counts[lane] = counts.get(lane, 0) + 1
             if lane == OTHER:
@@ -385,11 +393,15 @@ def _lane_table(terminalreporter) -> None:
     for lane in order:
         terminalreporter.write_line(f"{lane:<18}{counts.get(lane, 0):>6} tests {seconds[lane]:>9.1f} s"
                                     f" {cpu.get(lane, 0.0):>9.1f} s CPU")
+    if SESSION_END in cpu:
+        terminalreporter.write_line(f"{SESSION_END:<18}{'':>12} {'':>11} {cpu[SESSION_END]:>9.1f} s CPU"
+                                    " (reaped at each process's last teardown)")
     terminalreporter.write_line(f"{'all lanes':<18}{sum(counts.values()):>6} tests {sum(seconds.values()):>9.1f} s"
                                 f" {sum(cpu.values()):>9.1f} s CPU"
                                 + (f" (pytest's wall clock: {time.time() - started:.0f} s)" if started else ""))
-    costly = sorted(((rep.cpu, rep.when, rep.nodeid) for reports in terminalreporter.stats.values() for rep in reports
-                     if getattr(rep, "cpu", None)), reverse=True)[:CPU_ROWS]
+    costly = sorted(((rep.cpu, getattr(rep, "cpu_lane", None) or rep.when, rep.nodeid)
+                     for reports in terminalreporter.stats.values() for rep in reports if getattr(rep, "cpu", None)),
+                    reverse=True)[:CPU_ROWS]
     if costly:
         terminalreporter.write_line(f"the {len(costly)} phases that cost the most CPU (what a busy machine pays):")
         for secs, when, nodeid in costly:
