@@ -127,3 +127,43 @@ def test_the_build_kernels_use_unix_sockets_and_print_no_tcp_warning(tmp_path):
         assert not [p for p in project.rglob("*ipc*")]              # nothing in the page's folder
     finally:
         shutil.rmtree(runtime, ignore_errors=True)
+
+
+def test_pages_executed_side_by_side_are_what_the_build_shows_and_a_failed_one_is_left_to_the_build(tmp_path,
+                                                                                                    monkeypatch):
+    """book/_ext/preexecute.py (make book runs it before the build, two pages at a time): what it executes lands in
+    the cache under the key myst-nb looks for, so the build shows those outputs without executing; its kernels use
+    Unix sockets as the build's do; a page that failed there is not stored, and the build executes it itself."""
+    import preexecute  # book/_ext
+
+    project = tmp_path / "book"
+    (project / "demo_pkg").mkdir(parents=True)
+    (project / "demo_pkg" / "__init__.py").write_text("")
+    (project / "conf.py").write_text(CONF.format(ext=str(ROOT / "book" / "_ext")))
+    (project / "index.md").write_text("# demo\n\n```{toctree}\none\ntwo\nflaky\n```\n")
+    code = ("import os, uuid\nfrom ipykernel.kernelapp import IPKernelApp\n{check}"
+            "print('{name}', 'run', uuid.uuid4().hex, IPKernelApp.instance().transport)\n")
+    pages = []
+    for name in ("one", "two", "flaky"):   # flaky fails where FAIL_BEFORE_THE_BUILD is set, the build's kernels lack it
+        check = "assert 'FAIL_BEFORE_THE_BUILD' not in os.environ\n" if name == "flaky" else ""
+        nb = nbformat.v4.new_notebook()
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        nb.cells = [nbformat.v4.new_markdown_cell(f"# {name}"),
+                    nbformat.v4.new_code_cell(code.format(check=check, name=name))]
+        nbformat.write(nb, project / f"{name}.ipynb")
+        pages.append(project / f"{name}.ipynb")
+    folder = execution_cache.cache_folder(project / "_build" / ".jupyter_cache", project, ["demo_pkg"])
+    with monkeypatch.context() as env:
+        env.setenv("FAIL_BEFORE_THE_BUILD", "1")
+        done = preexecute.preexecute(pages, folder, timeout=60, allow_errors=False, jobs=2, say=lambda line: None)
+    assert sorted(p.name for p in done) == ["one.ipynb", "two.ipynb"]
+    assert preexecute.missing(pages, folder) == [pages[2]]
+    command = [sys.executable, "-m", "sphinx", "-b", "html", str(project), str(project / "_build" / "html")]
+    out = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    log = out.stdout + out.stderr
+    assert "one.ipynb: Using cached notebook" in log and "two.ipynb: Using cached notebook" in log, log[-3000:]
+    assert "flaky.ipynb: Executing notebook" in log, log[-3000:]
+    for name in ("one", "two", "flaky"):
+        html = (project / "_build" / "html" / f"{name}.html").read_text(encoding="utf-8")
+        assert re.search(rf"{name} run [0-9a-f]{{32}} ipc", html), html[-2000:]

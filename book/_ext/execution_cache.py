@@ -62,6 +62,11 @@ def fingerprint(root: Path, sources) -> str:
     return digest.hexdigest()
 
 
+def cache_folder(base: Path, root: Path, sources=DEFAULT_SOURCES) -> Path:
+    """The cache for these inputs: a folder of base named after their fingerprint."""
+    return Path(base) / fingerprint(root, sources)[:16]
+
+
 def use_fingerprinted_cache(app, config) -> None:
     if config.nb_execution_mode != "cache":
         return
@@ -69,12 +74,12 @@ def use_fingerprinted_cache(app, config) -> None:
     base = Path(config.nb_execution_cache_path or Path(app.outdir).parent / ".jupyter_cache")
     if not base.is_absolute():
         base = root / base
-    key = fingerprint(root, config.execution_cache_sources)[:16]
+    folder = cache_folder(base, root, config.execution_cache_sources)
     if base.is_dir():
         for old in base.iterdir():
-            if old.is_dir() and _KEY.fullmatch(old.name) and old.name != key:
+            if old.is_dir() and _KEY.fullmatch(old.name) and old.name != folder.name:
                 shutil.rmtree(old, ignore_errors=True)
-    config.nb_execution_cache_path = str(base / key)
+    config.nb_execution_cache_path = str(folder)
 
 
 def setup(app):

@@ -27,7 +27,9 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 import execution_cache  # noqa: E402
+import preexecute  # noqa: E402
 
+JOBS = 2   # notebook pages executed at a time before the build (preexecute.py): this course's 2 cores
 NOT_READ = ("tests", "bench", "grader", ".ci", "_build")   # top-level folders the build never reads (_build: it writes)
 FLAGS = ["--all", "-W", "-n", "--keep-going"]
 STAMP = ".site-inputs"
@@ -85,13 +87,36 @@ def build(root: Path = ROOT, reuse: bool = False, capture: bool = False) -> dict
     if reuse and is_current(root, fingerprint):
         return dict(html=html, reused=True, returncode=0, seconds=time.monotonic() - started, output="")
     (html / STAMP).unlink(missing_ok=True)
+    executed = execute_pages(root, say=print if not capture else (lambda line: None))
     jb = Path(sys.executable).parent / "jupyter-book"
     proc = subprocess.run([str(jb), "build", *FLAGS, str(root)], capture_output=capture, text=True)
     if proc.returncode == 0 and fingerprint is not None and html.is_dir():
         (html / STAMP).write_text(fingerprint + "\n", encoding="utf-8")
     output = f"{proc.stdout}\n{proc.stderr}" if capture else ""
     return dict(html=html, reused=False, returncode=proc.returncode, seconds=time.monotonic() - started,
-                output=output)
+                output=output, preexecuted=executed)
+
+
+def notebook_pages(root: Path = ROOT) -> list[Path]:
+    """The .ipynb pages of the table of contents."""
+    import yaml
+
+    toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
+    files = [toc["root"]] + [chapter["file"] for part in toc.get("parts", []) for chapter in part.get("chapters", [])]
+    return [root / f"{name}.ipynb" for name in files if (root / f"{name}.ipynb").is_file()]
+
+
+def execute_pages(root: Path = ROOT, say=print) -> list[Path]:
+    """The pages the execution cache lacks, executed JOBS at a time into the cache the build reads (preexecute.py),
+    with the build's settings (_config.yml's execute section); the pages executed."""
+    import yaml
+
+    settings = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8")).get("execute", {})
+    if settings.get("execute_notebooks") != "cache":
+        return []
+    folder = execution_cache.cache_folder(root / "_build" / ".jupyter_cache", root)
+    return preexecute.preexecute(notebook_pages(root), folder, timeout=settings.get("timeout", 30),
+                                 allow_errors=settings.get("allow_errors", False), jobs=JOBS, say=say)
 
 
 if __name__ == "__main__":
