@@ -53,7 +53,7 @@ _EXPORTS = {
     "grpo_config": ["ADAM_BETAS", "CORRECTIONS", "DECOUPLED_WEIGHT_CAP", "GRPOConfig"],
     "trainer": ["Trainer", "group_center", "make_buffer", "needed_version", "off_policy_inputs", "sample_chunk"],
     "grpo_trainer": ["GRPOResult", "grpo", "grpo_async"],
-    "two_process": ["TwoProcessResult", "WeightBoard", "grpo_two_process", "measure_weight_transfer"],
+    "two_process": ["INTERRUPTS", "TwoProcessResult", "WeightBoard", "grpo_two_process", "measure_weight_transfer"],
     "throughput": ["ASYNC_STALENESS", "THROUGHPUT_GRPO", "Throughput", "ceiling", "measure_throughput"],
     "aggregation": ["LOSS_AGGS", "aggregated"],
     "schedule": ["COST_MODEL", "CostModel", "Replay", "replay"],
