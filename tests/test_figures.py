@@ -1,4 +1,5 @@
-"""Every figure of exercises 1-6, 8 and 10 speaks Chinese where a CJK font is installed, and no figure ever misses a glyph.
+"""Every figure of exercises 1-6, 8 and 10 speaks Chinese where a CJK font is installed, and no figure ever misses a
+glyph.
 
 Each figure function of agentrl_ref.teaching is drawn twice: as the book build and the lab draw it (with the CJK
 font that `make deps`, `make book` and `make lab` install, when it is there), and as Colab or Binder draw it (no

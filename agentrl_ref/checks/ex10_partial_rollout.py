@@ -235,7 +235,8 @@ ADMISSION = [  # (versions, current_version, max_staleness) -> admitted?
 
 NEWEST_HINT = ("TODO 8：准入看**最旧**的 token：oldest_staleness(...) <= max_staleness。只看最新的 token，"
                "一条很早就开始、最后几个 token 刚换了新权重的轨迹就混进来了，它大部分 token 还是一样旧。")
-BOUNDARY_HINT = ("TODO 8：恰好落后 max_staleness 个版本的还可以用（练习 4：v - traj_version > k 才丢）：用 <=，不是 <。")
+BOUNDARY_HINT = ("TODO 8：恰好落后 max_staleness 个版本的还可以用（练习 4：v - traj_version > k 才丢）："
+                 "用 <=，不是 <。")
 
 
 def diagnose_admit(admit) -> str | None:
@@ -286,11 +287,14 @@ EXCEPTION_HINTS = {
     ("TODO 2", "RuntimeError"): "TODO 2：张量不能直接当 if 的条件（多于一个元素时不知道取真还是假）：先判断长度，"
                                 "再取最后一个元素 self.versions[-1]。",
     ("TODO 5", "TypeError"): "TODO 5：versions 已经转成 int64 的张量，current_version - versions 对每个元素做减法。",
-    ("TODO 5", "IndexError"): "TODO 5：versions 可能是空的（还没有生成的 token），versions[0] 不存在。版本差是和 trainer "
-                              "现在的版本 current_version 比；和这条轨迹自己开始时的版本比，量的是它生成了多久。",
-    ("TODO 5", "RuntimeError"): "TODO 5：versions 可能是空的（还没有生成的 token），空张量没有最大值。版本差是和 trainer "
-                                "现在的版本 current_version 比，不是和这条轨迹自己最新的 token 比。",
-    ("TODO 6", "ValueError"): "TODO 5、TODO 6：版本都不比 trainer 新的轨迹也报错了：方向是 trainer 的版本减 token 的版本"
-                              "（current_version - versions），落后的 token 版本差是正数；只有出现负数才报错。",
+    ("TODO 5", "IndexError"): "TODO 5：versions 可能是空的（还没有生成的 token），versions[0] 不存在。"
+                              "版本差是和 trainer 现在的版本 current_version 比；"
+                              "和这条轨迹自己开始时的版本比，量的是它生成了多久。",
+    ("TODO 5", "RuntimeError"): "TODO 5：versions 可能是空的（还没有生成的 token），空张量没有最大值。"
+                                "版本差是和 trainer 现在的版本 current_version 比，"
+                                "不是和这条轨迹自己最新的 token 比。",
+    ("TODO 6", "ValueError"): "TODO 5、TODO 6：版本都不比 trainer 新的轨迹也报错了："
+                              "方向是 trainer 的版本减 token 的版本（current_version - versions），"
+                              "落后的 token 版本差是正数；只有出现负数才报错。",
     ("TODO 7", "RuntimeError"): "TODO 7：空张量没有最大值：没有生成的 token 时直接返回 0（这一格已经写好了）。",
 }

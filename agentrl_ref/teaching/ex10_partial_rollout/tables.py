@@ -95,8 +95,8 @@ def real_table(real: RealStudy) -> str:
                      f"{_mean(r.kept for r in runs):.0f}", f"{sum(r.aborts for r in runs)}",
                      f"{sum(r.switches for r in runs)}", f"{_mean(r.mean_token_staleness for r in runs):.2f}",
                      f"{max(r.loadavg for r in runs):.1f}"])
-    header = ["做法", "轨迹 / 墙钟秒（每个种子）", "相对 wait", "墙钟秒", "生成的 token", "留下的 token", "丢掉重来的块",
-              "中途换权重的块", "每 token 平均版本差", "结束时最高 load average"]
+    header = ["做法", "轨迹 / 墙钟秒（每个种子）", "相对 wait", "墙钟秒", "生成的 token", "留下的 token",
+              "丢掉重来的块", "中途换权重的块", "每 token 平均版本差", "结束时最高 load average"]
     return markdown_table(header, rows)
 
 
