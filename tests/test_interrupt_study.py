@@ -15,6 +15,7 @@ from agentrl_ref.agent import GRPOConfig, SFTConfig, run_sft, sample_chunk
 from agentrl_ref.agent.concurrency import torch_threads
 from agentrl_ref.agent.interrupt_sim import simulate_interrupts
 from agentrl_ref.agent.schedule import COST_MODEL
+from test_two_process import ScriptedWatch
 
 CFG = GRPOConfig(steps=5, prompts_per_step=4, group_size=4, n_workers=1, max_staleness=1)
 
@@ -45,19 +46,6 @@ def _fingerprint(sim) -> str:
 def test_the_simulated_clock_gives_the_same_run_twice(start, sims):
     again, _ = _sim(start, "continue")
     assert _fingerprint(again) == _fingerprint(sims["continue"][0])
-
-
-class ScriptedWatch:
-    def __init__(self, policy, snapshots, version, switches):
-        self.policy, self.snapshots, self.script = policy, snapshots, {t: v for t, v, _ in switches}
-        self.version = version
-
-    def poll(self, t):
-        if t not in self.script:
-            return "go"
-        self.version = self.script[t]
-        self.policy.load_state_dict(self.snapshots[self.version])
-        return "switch"
 
 
 @pytest.mark.parametrize("interrupt", ["wait", "abort", "continue"])

@@ -431,11 +431,12 @@ def _run_interrupted(start, interrupt):
 
 
 class ScriptedWatch:
-    """Replays a chunk's recorded weight switches: at position t, load the snapshot of the version recorded there."""
+    """Replays a chunk's recorded weight switches, (position, version, ...) each: at that position, load the snapshot
+    of that version (tests/test_interrupt_study.py replays the simulated clock's chunks with it too)."""
 
     def __init__(self, policy, snapshots, version, switches):
         self.policy, self.snapshots, self.version = policy, snapshots, version
-        self.script = dict(switches)
+        self.script = {switch[0]: switch[1] for switch in switches}
 
     def poll(self, t):
         if t not in self.script:
