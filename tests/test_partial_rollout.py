@@ -120,3 +120,87 @@ def test_the_histogram_counts_every_token_at_its_own_staleness():
     b = PartialTrajectory([0]).extend([6], [-0.3], 5)
     assert staleness_histogram([(a, 5), (b, 5), ([3, 3], 6)]) == {0: 3, 1: 3, 3: 2}
     assert math.isclose(sum(staleness_histogram([(a, 6)]).values()), len(a))
+
+
+# --- the notebook: the reference module passes its visible tests; another right way of filling it passes them too ---
+
+# a student's own, tensor-based wording of every blank of the notebook (blank index -> text): right, and graded as right
+ALTERNATIVE_FILLS = {
+    0: "len(logps) != len(ids)",
+    1: "len(self.versions) > 0 and version < int(self.versions[-1])",
+    2: "torch.cat([torch.as_tensor(self.logps, dtype=torch.float64), torch.as_tensor(logps, dtype=torch.float64)])",
+    3: "torch.cat([torch.as_tensor(self.versions, dtype=torch.long), torch.full((len(ids),), version)])",
+    4: "torch.full_like(versions, current_version) - versions",
+    5: "(staleness < 0).any().item()",
+    6: "int(torch.max(staleness))",
+    7: "not (oldest_staleness(versions, current_version) > max_staleness)",
+}
+NAME = "ex10_partial_rollout"
+
+
+def _filled_namespace(fills) -> dict:
+    import nbformat
+
+    from course import filled
+
+    nb = nbformat.reads(filled(NAME, fills), as_version=4)
+    namespace: dict = {}
+    for cell in nb.cells:
+        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution"):
+            exec(cell.source, namespace)
+    return namespace
+
+
+def _visible_failures(objects_of) -> dict[str, str]:
+    from agentrl_ref.checks import _REGISTRY, _load_all, _run_one
+
+    _load_all()
+    tests = [t for t in _REGISTRY.values() if t.test_id.startswith(NAME + ".")]
+    assert len(tests) == 6
+    failed = {}
+    for test in tests:
+        ok, message, _, _ = _run_one(test, [objects_of(name) for name in test.needs])
+        if not ok:
+            failed[test.test_id] = message
+    return failed
+
+
+def _hidden_records(namespace: dict) -> dict[str, list]:
+    """What the instructor notebook's hidden tests record for these objects, run here (probes collected)."""
+    from unittest import mock
+
+    from agentrl_ref.checks import probes
+    from course import source_notebook
+
+    got: dict[str, list] = {}
+    scope = {**namespace, "probe_calls": probes.probe_calls}
+    with mock.patch.object(probes, "_emit", lambda name, data: got.setdefault(name, data)):
+        for cell in source_notebook(NAME).cells:
+            if "### BEGIN HIDDEN TESTS" in cell.source:
+                exec(cell.source.split("### BEGIN HIDDEN TESTS", 1)[1].split("### END HIDDEN TESTS", 1)[0], scope)
+    return got
+
+
+def test_the_checks_agree_with_the_reference_module():
+    """The visible tests' written-out expectations (checks/ex10_partial_rollout.py) and agentrl_ref.partial_rollout
+    are one set of rules: the reference module passes every visible test."""
+    from agentrl_ref import partial_rollout
+
+    assert _visible_failures(lambda name: getattr(partial_rollout, name)) == {}
+
+
+def test_a_tensor_based_trajectory_passes_every_visible_test_and_leaves_the_references_records():
+    """Another right way (tensors instead of lists): check() says so, and nbgrader's verdict, which compares the
+    hidden tests' records with the reference notebook's, gives it the same points."""
+    from course import mutated_fills, reference_fills
+
+    alternative = _filled_namespace(mutated_fills(NAME, ALTERNATIVE_FILLS))
+    assert isinstance(_built_with(alternative["PartialTrajectory"]).versions, torch.Tensor)  # really tensor-based
+    assert _visible_failures(alternative.__getitem__) == {}
+    reference = _hidden_records(_filled_namespace(reference_fills(NAME)))
+    assert len(reference) == 5 and all(reference.values()), sorted(reference)
+    assert _hidden_records(alternative) == reference
+
+
+def _built_with(cls):
+    return cls([1]).extend([2, 3], [-0.5, -0.25], 1).extend([4], [-1.0], 2)
