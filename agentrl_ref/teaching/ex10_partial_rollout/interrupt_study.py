@@ -31,7 +31,7 @@ from agentrl_ref.agent.grpo_config import GRPOConfig
 from agentrl_ref.agent.two_process import INTERRUPTS
 from agentrl_ref.agent.verdicts import SeedDiff, paired
 
-LABELS = {"wait": "等旧权重生成完（wait）", "abort": "丢掉重来（abort）", "continue": "换上新权重接着生成（continue）"}
+LABELS = {"wait": "wait（等旧权重生成完）", "abort": "abort（丢掉重来）", "continue": "continue（换上新权重接着生成）"}
 SHORT = {"wait": "wait", "abort": "abort", "continue": "continue"}
 
 

@@ -37,19 +37,18 @@ def sim_table(study: Study) -> str:
     seeds = cfg.seeds
     rows = []
     for i in cfg.interrupts:
-        arms = [study.arms[i, s] for s in seeds]
-        sims = [a.sim for a in arms]
-        fresh = _mean(a.sim.token_staleness.get(0, 0) / sum(a.sim.token_staleness.values()) for a in arms)
+        sims = [study.arms[i, s].sim for s in seeds]
+        fresh = _mean(x.token_staleness.get(0, 0) / sum(x.token_staleness.values()) for x in sims)
         rows.append([LABELS[i], f"{_mean(x.seconds for x in sims):.3f}", f"{_mean(x.throughput for x in sims):.0f}",
-                     f"{_mean(x.generated for x in sims):.0f}", f"{_mean(x.kept for x in sims):.0f}",
-                     f"{_mean(x.mean_token_staleness for x in sims):.2f}", f"{fresh:.0%}",
+                     f"{_mean(x.generated for x in sims):.0f} / {_mean(x.kept for x in sims):.0f}",
+                     f"{_mean(x.mean_token_staleness for x in sims):.2f}（{fresh:.0%}）",
                      _per_seed([study.value(i, s, "time_accuracy") for s in seeds], ".1%"),
                      _per_seed([study.value(i, s, "final_accuracy") for s in seeds], ".1%")])
-    header = ["做法", f"{cfg.steps} 步的模拟秒", "轨迹 / 模拟秒", "生成的 token", "留下的 token",
-              "每 token 平均版本差", "版本差为 0 的 token", "同一时刻的准确率（每个种子）",
+    header = ["做法", f"{cfg.steps} 步的模拟秒", "轨迹 / 模拟秒", "生成 / 留下的 token",
+              "每 token 平均版本差（为 0 的占比）", "同一时刻的准确率（每个种子）",
               f"{cfg.steps} 步后的准确率（每个种子）"]
     before = _per_seed([_mean(study.before[s]) for s in seeds], ".1%")
-    return (markdown_table(header, rows) + f"\n\n种子 {', '.join(map(str, seeds))}；前五列是几个种子的平均。SFT 之后、"
+    return (markdown_table(header, rows) + f"\n\n种子 {', '.join(map(str, seeds))}；前四列是几个种子的平均。SFT 之后、"
             f"GRPO 之前的准确率（每个种子）：{before}。")
 
 
@@ -90,14 +89,17 @@ def real_table(real: RealStudy) -> str:
     for i in cfg.interrupts:
         runs = [real.runs[i, s] for s in seeds]
         ratio = _mean(real.runs[i, s].throughput / real.runs["wait", s].throughput for s in seeds)
+        caught = f"{sum(r.aborts for r in runs)} 块丢掉重来" if i == "abort" else (
+            f"{sum(r.switches for r in runs)} 块中途换权重" if i == "continue" else "—")
         rows.append([LABELS[i], _per_seed([r.throughput for r in runs], ".0f"), f"{ratio:.2f}",
-                     f"{_mean(r.seconds for r in runs):.2f}", f"{_mean(r.generated for r in runs):.0f}",
-                     f"{_mean(r.kept for r in runs):.0f}", f"{sum(r.aborts for r in runs)}",
-                     f"{sum(r.switches for r in runs)}", f"{_mean(r.mean_token_staleness for r in runs):.2f}",
-                     f"{max(r.loadavg for r in runs):.1f}"])
-    header = ["做法", "轨迹 / 墙钟秒（每个种子）", "相对 wait", "墙钟秒", "生成的 token", "留下的 token",
-              "丢掉重来的块", "中途换权重的块", "每 token 平均版本差", "结束时最高 load average"]
-    return markdown_table(header, rows)
+                     f"{_mean(r.seconds for r in runs):.2f}",
+                     f"{_mean(r.generated for r in runs):.0f} / {_mean(r.kept for r in runs):.0f}", caught,
+                     f"{_mean(r.mean_token_staleness for r in runs):.2f}"])
+    header = ["做法", "轨迹 / 墙钟秒（每个种子）", "相对 wait", "墙钟秒", "生成 / 留下的 token", "被更新赶上的块",
+              "每 token 平均版本差"]
+    load = max(r.loadavg for r in real.runs.values())
+    return (markdown_table(header, rows) + f"\n\n后四列是几个种子的平均（被更新赶上的块是合计）；"
+            f"开始前 load average {real.loadavg_before:.1f}，运行结束时最高 {load:.1f}。")
 
 
 def real_verdicts_markdown(real: RealStudy) -> str:
