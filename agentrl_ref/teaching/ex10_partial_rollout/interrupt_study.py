@@ -225,8 +225,8 @@ class RealStudy:
 
 def measure_real(study: Study, *, progress=None) -> RealStudy:
     """Every interrupt on every seed with the rollout worker in a second process (grpo_two_process), from the seed's SFT
-    weights, one run after another (each uses both cores): the seeds' arms interleaved, so that a change of the
-    machine's load touches every arm alike."""
+    weights, one run after another (each uses both cores): seed by seed, the arms in an order rotated from one seed to
+    the next, so that neither a drift of the machine's load nor the first run's warm-up favours one arm."""
     from agentrl_ref.agent.pipeline import fresh_policy
     from agentrl_ref.agent.two_process import grpo_two_process
 
@@ -234,9 +234,10 @@ def measure_real(study: Study, *, progress=None) -> RealStudy:
     t0, load = time.perf_counter(), os.getloadavg()[0]
     runs = {}
     total = len(cfg.seeds) * len(cfg.interrupts)
-    for s in cfg.seeds:
+    for k, s in enumerate(cfg.seeds):
         task = _task(s, cfg)
-        for interrupt in cfg.interrupts:
+        shift = k % len(cfg.interrupts)
+        for interrupt in cfg.interrupts[shift:] + cfg.interrupts[:shift]:
             r = grpo_two_process(fresh_policy(s, study.states[s]), task, cfg.grpo(s), interrupt=interrupt)
             runs[interrupt, s] = RealRun(interrupt, s, r.seconds, r.throughput, r.generated_tokens, r.kept_tokens,
                                          r.token_staleness, sum(c["aborts"] for c in r.chunks),
