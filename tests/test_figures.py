@@ -1,4 +1,5 @@
-"""Every figure of exercises 1-6 and 8 speaks Chinese where a CJK font is installed, and no figure ever misses a glyph.
+"""Every figure of exercises 1-6, 8 and 10 speaks Chinese where a CJK font is installed, and no figure ever misses a
+glyph.
 
 Each figure function of agentrl_ref.teaching is drawn twice: as the book build and the lab draw it (with the CJK
 font that `make deps`, `make book` and `make lab` install, when it is there), and as Colab or Binder draw it (no
@@ -87,9 +88,24 @@ def _ex8_ratios():
     return plot_ratios(DriftStudy((kept, drifted), sft_steps=0, vocab_size=11, tokenizer=None, chat_tokenizer=None))
 
 
+def _ex10_timelines():
+    from agentrl_ref.teaching.ex10_partial_rollout.plots import plot_timelines
+    from test_interrupt_study import tiny_study
+
+    return plot_timelines(tiny_study(), max_steps=3)
+
+
+def _ex10_staleness():
+    from agentrl_ref.teaching.ex10_partial_rollout.plots import plot_staleness_and_accuracy
+    from test_interrupt_study import tiny_study
+
+    return plot_staleness_and_accuracy(tiny_study())
+
+
 FIGURES = {"ex1-reject-times": _reject_times, "ex2-verifiers": _verifiers, "ex3-mask-heatmap": _mask_heatmap,
            "ex4-rollouts": _rollouts, "ex5-length-rewards": _lengths, "ex6-strategies": _strategies,
-           "ex6-outcome-credit": _outcome_credit, "ex8-ratios": _ex8_ratios}
+           "ex6-outcome-credit": _outcome_credit, "ex8-ratios": _ex8_ratios, "ex10-timelines": _ex10_timelines,
+           "ex10-staleness": _ex10_staleness}
 
 
 def _texts(fig) -> list[str]:

@@ -302,6 +302,24 @@ AUDIT: dict[str, dict[str, Rule]] = {
             '两个引擎在训练的 token 上差多远：{"tokens", "k3_kl", "max_abs_diff", "out_of_range"}。',
             ("report_cases",)),
     },
+    "ex10_partial_rollout": {
+        "test_extend.random_segments": Rule(
+            "每个生成的 token 记下它的行为 log-prob（采样时的 log-prob）和生成它的策略版本，三个列表一样长、逐位对齐。",
+            ("segments_in_order",)),
+        "test_misuse.random_misuse": Rule(
+            "用错的时候要报 `ValueError`，而且轨迹保持原样：",
+            ("misuse",)),
+        "test_staleness.random_versions": Rule(
+            "版本比 `current_version` 还新的 token 不可能存在（trainer 还没发布那个版本），遇到就报 `ValueError`。",
+            ("per_token", "from_the_future")),
+        "test_oldest.random_oldest": Rule(
+            "整条轨迹**最旧的** token 落后几个版本（还没有生成的 token 时是 0）。",
+            ("oldest",)),
+        "test_admit.random_admission": Rule(
+            "一条轨迹能用，当且仅当它最旧的 token 落后不超过 `max_staleness` 个版本：`current_version - min(versions) "
+            "<= max_staleness`。",
+            ("admission_table",)),
+    },
 }
 
 PROBE = re.compile(r'\bprobe(?:_calls|_async)?\(\s*"([^"]+)"')

@@ -212,3 +212,20 @@ def test_exercise_8s_page_prints_the_same_twice_except_what_a_clock_measured(bui
     assert compared >= 4, compared  # the table, the examples, the figure, the template demo
     drawn = [c for c in first_run.cells if c.cell_type == "code" and "fig = plot_" in c.source]
     assert drawn and all(any("image/png" in o.get("data", {}) for o in c.outputs) for c in drawn)
+
+
+# Chapter 2's pages whose tables, figures and verdicts this module's execution checks against the build's (their
+# second execution: nothing runs a third time)
+PAGES_COMPARED = ["ex10_partial_rollout"]
+
+
+@pytest.mark.parametrize("name", PAGES_COMPARED)
+def test_a_chapter_2_page_prints_the_same_twice_except_what_a_clock_measured(name, built_site, executed):
+    page = built_page(built_site, ROOT / "book" / f"{name}.ipynb")
+    _clean(page)
+    compared, report = _differences(page, executed(name))
+    assert not report, f"{len(report)} cells differ between two executions:\n" + "\n".join(report)
+    demo = [c for c in page.cells if c.cell_type == "code" and "demo" in c.metadata.get("tags", [])]
+    verdicts = [c for c in demo if "**判断**" in str(_deterministic_outputs(c))]
+    figures = [c for c in demo if any("image/png" in o.get("data", {}) for o in c.outputs)]
+    assert compared >= 4 and verdicts and len(figures) >= 2, (compared, len(verdicts), len(figures))

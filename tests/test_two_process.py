@@ -381,3 +381,148 @@ def test_the_weight_transfer_is_measured_both_ways_and_leaves_nothing_behind(sta
     for clock in ("cpu", "wall"):
         assert set(out[clock]) == {"shared memory", "pipe"} and all(s > 0 for s in out[clock].values())
     assert not _children()
+
+
+# --- interruptible generation (exercise 10): wait, abort, continue ----------------------------------------------
+
+INTERRUPTED = GRPOConfig(steps=5, prompts_per_step=4, group_size=4, n_workers=1, max_staleness=1)
+GATE_AT = 5  # the decode step at which the worker waits for the update it is about to be caught by
+
+
+@pytest.fixture
+def gated(monkeypatch):
+    """Make every update land in the middle of a chunk, at the same decode step, whatever the machine's load: with
+    max_staleness=1 and one chunk per step, the worker generates chunk c >= 1 while the trainer trains step c - 1;
+    at its GATE_AT-th decode step the (forked) worker waits until version c is published. The patches are made
+    before the fork, so the worker inherits them."""
+    from agentrl_ref.agent import two_process
+
+    current = {"chunk": -1}
+    real_sample, real_poll = two_process.sample_chunk, two_process.BoardWatch.poll
+
+    def sample(policy, task, cfg, c, watch=None):
+        current["chunk"] = c
+        return real_sample(policy, task, cfg, c, watch=watch)
+
+    def poll(self, t):
+        self.polls = getattr(self, "polls", 0) + 1
+        c = current["chunk"]
+        if self.polls == GATE_AT and c >= 1:
+            deadline = time.monotonic() + 120  # a hang guard, not a timing expectation
+            while self.board.version.value < c and time.monotonic() < deadline and not self.board.stopped.value:
+                time.sleep(0.005)
+        return real_poll(self, t)
+
+    monkeypatch.setattr(two_process, "sample_chunk", sample)
+    monkeypatch.setattr(two_process.BoardWatch, "poll", poll)
+    return current
+
+
+def _run_interrupted(start, interrupt):
+    snapshots = [start.sft_policy().state_dict()]
+    RecordingBuffer.seen = []
+    res = grpo_two_process(start.sft_policy(), start.task, INTERRUPTED, interrupt=interrupt, on_update=lambda v, p:
+                           snapshots.append({k: t.clone() for k, t in p.state_dict().items()}),
+                           parts={"AsyncRolloutBuffer": RecordingBuffer})
+    by_chunk: dict = {}
+    for traj in RecordingBuffer.seen:
+        by_chunk.setdefault(traj["group"][0], []).append(traj)
+    return res, snapshots, by_chunk
+
+
+class ScriptedWatch:
+    """Replays a chunk's recorded weight switches, (position, version, ...) each: at that position, load the snapshot
+    of that version (tests/test_interrupt_study.py replays the simulated clock's chunks with it too)."""
+
+    def __init__(self, policy, snapshots, version, switches):
+        self.policy, self.snapshots, self.version = policy, snapshots, version
+        self.script = {switch[0]: switch[1] for switch in switches}
+
+    def poll(self, t):
+        if t not in self.script:
+            return "go"
+        self.version = self.script[t]
+        self.policy.load_state_dict(self.snapshots[self.version])
+        return "switch"
+
+
+def test_continue_every_token_records_the_version_that_sampled_it(start, gated):
+    """interrupt="continue": every chunk after the first is caught by an update and switches weights mid-chunk.
+    Replaying its recorded switches from the snapshots gives the same tokens, log-probs and versions; each sampled
+    token's behaviour log-prob is its own version's (a full forward pass with that snapshot), not the other
+    version's; a trajectory's policy_version is its oldest token's, and the trained tokens' staleness is counted per
+    token."""
+    res, snapshots, by_chunk = _run_interrupted(start, "continue")
+    cfg = INTERRUPTED
+    assert res.interrupt == "continue" and len(res.history) == cfg.steps
+    switched = [c for c in res.chunks if c["switches"]]
+    assert [c["chunk"] for c in switched] == list(range(1, cfg.steps))  # the gate makes every later chunk switch
+    policy = start.sft_policy()
+    differs = mixed = 0
+    for c in sorted(res.chunks, key=lambda c: c["chunk"]):
+        trajs = by_chunk[c["chunk"]]
+        assert c["switches"] == [] or len(c["switches"]) == 1
+        policy.load_state_dict(snapshots[c["version"]])
+        watch = ScriptedWatch(policy, snapshots, c["version"], c["switches"])
+        with torch_threads():
+            again = sample_chunk(policy, start.task, cfg, c["chunk"], watch=watch)
+        assert [e.tokens for e in again] == [t["episode"].tokens for t in trajs]
+        assert [e.logp for e in again] == [t["episode"].logp for t in trajs]
+        assert [e.versions for e in again] == [t["episode"].versions for t in trajs]
+        for traj in trajs:
+            e = traj["episode"]
+            sampled = e.sampled_versions(-1)
+            assert len(sampled) == e.assistant_tokens() and traj["policy_version"] == min(sampled)
+            assert 0 <= c["chunk"] - traj["policy_version"] <= cfg.max_staleness  # trained at step = chunk
+            versions = sorted(set(sampled))
+            mixed += len(versions) > 1
+            b = collate([e], resolve_parts())
+            for v in versions:
+                at = torch.tensor([[x == v for x in e.versions[1:]]])  # targets sampled by v (logp_old is shifted)
+                policy.load_state_dict(snapshots[v])
+                with torch.no_grad():
+                    mine = token_logp(policy, b)
+                assert torch.allclose(mine[at], b.logp_old[at], atol=1e-4)
+                other = snapshots[versions[0] if v != versions[0] else versions[-1]] if len(versions) > 1 else None
+                if other is not None:
+                    policy.load_state_dict(other)
+                    with torch.no_grad():
+                        differs += not torch.allclose(token_logp(policy, b)[at], b.logp_old[at], atol=1e-4)
+    assert mixed > 0 and differs > 0  # trajectories do mix versions, and the check above can tell them apart
+    assert sum(res.token_staleness.values()) == sum(c["kept"] for c in res.chunks)
+    assert set(res.token_staleness) == {0, 1} and res.generated_tokens == res.kept_tokens
+    assert _gone(res.worker_pid) and not _children()
+
+
+def test_abort_drops_the_caught_chunk_and_generates_it_again_with_the_new_weights(start, gated):
+    """interrupt="abort": every chunk after the first is dropped once and generated again from scratch: what the
+    trainer gets is exactly the chunk sampled by the new version (replayed from its snapshot, no switches), its
+    tokens are all one version, and the dropped attempt's tokens are counted as generated, not kept."""
+    res, snapshots, by_chunk = _run_interrupted(start, "abort")
+    cfg = INTERRUPTED
+    assert [c["aborts"] for c in sorted(res.chunks, key=lambda c: c["chunk"])] == [0] + [1] * (cfg.steps - 1)
+    policy = start.sft_policy()
+    for c in res.chunks:
+        trajs = by_chunk[c["chunk"]]
+        assert c["version"] == c["newest"] == (c["chunk"] if c["chunk"] else 0) and not c["switches"]
+        policy.load_state_dict(snapshots[c["version"]])
+        with torch_threads():
+            again = sample_chunk(policy, start.task, cfg, c["chunk"])
+        assert [e.tokens for e in again] == [t["episode"].tokens for t in trajs]
+        assert [e.logp for e in again] == [t["episode"].logp for t in trajs]
+        assert all(set(t["episode"].sampled_versions(-1)) == {c["version"]} for t in trajs)
+        assert c["generated"] == c["kept"] + c["wasted"] and (c["wasted"] > 0) == (c["chunk"] > 0)
+    assert res.token_staleness == {0: res.kept_tokens} and res.generated_tokens > res.kept_tokens
+    assert _gone(res.worker_pid) and not _children()
+
+
+def test_wait_is_the_default_and_never_mixes_versions(start, gated):
+    """interrupt="wait" (the default): the gated worker still finishes every chunk with the weights it started with."""
+    with pytest.raises(ValueError, match="interrupt"):
+        grpo_two_process(start.sft_policy(), start.task, INTERRUPTED, interrupt="pause")
+    res, _, by_chunk = _run_interrupted(start, "wait")
+    assert res.interrupt == "wait" and not any(c["switches"] or c["aborts"] for c in res.chunks)
+    for c in res.chunks:
+        assert all(t["episode"].versions is None and t["policy_version"] == c["version"] for t in by_chunk[c["chunk"]])
+    assert sum(res.token_staleness.values()) == res.kept_tokens == res.generated_tokens
+    assert not _children()

@@ -24,6 +24,7 @@ One small file per idea, each below the ones that use it:
     grpo_trainer.py  runner 1: rollout workers + trainer around AsyncRolloutBuffer on one asyncio loop
     two_process.py   runner 2: the same trainer with the rollout worker in a second process (weights in shared memory)
     schedule.py   the simulated two-device timeline and its deterministic cost model (max_staleness 0 vs 2)
+    interrupt_sim.py the two-process engine's interrupts (wait, abort, continue) on that simulated clock (ex10)
     throughput.py    two-process runs for several max_staleness side by side: wall clock, ceiling, accuracy per second
     evaluation.py held-out accuracy, tool-call rate, copy rate (sampled and greedy)
     pipeline.py   train(): the whole capstone for one seed
@@ -53,7 +54,7 @@ _EXPORTS = {
     "grpo_config": ["ADAM_BETAS", "CORRECTIONS", "DECOUPLED_WEIGHT_CAP", "GRPOConfig"],
     "trainer": ["Trainer", "group_center", "make_buffer", "needed_version", "off_policy_inputs", "sample_chunk"],
     "grpo_trainer": ["GRPOResult", "grpo", "grpo_async"],
-    "two_process": ["TwoProcessResult", "WeightBoard", "grpo_two_process", "measure_weight_transfer"],
+    "two_process": ["INTERRUPTS", "TwoProcessResult", "WeightBoard", "grpo_two_process", "measure_weight_transfer"],
     "throughput": ["ASYNC_STALENESS", "THROUGHPUT_GRPO", "Throughput", "ceiling", "measure_throughput"],
     "aggregation": ["LOSS_AGGS", "aggregated"],
     "schedule": ["COST_MODEL", "CostModel", "Replay", "replay"],

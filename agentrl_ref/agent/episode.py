@@ -33,6 +33,9 @@ class Episode:
     tool_calls: int = 0            # tool calls the environment executed
     truncated: bool = False        # ran out of room before the final <|im_end|>
     logp: list[float] | None = None  # logp[t] = log pi(tokens[t] | tokens[:t]) under the sampling policy; logp[0] = 0
+    # versions[t]: the policy version that sampled token t, -1 where no policy sampled it (interruptible generation,
+    # exercise 10); None: every sampled token comes from the one version the trajectory carries
+    versions: list[int] | None = None
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -47,6 +50,13 @@ class Episode:
     def assistant_tokens(self) -> int:
         """How many tokens the policy wrote (the sum of the assistant spans)."""
         return sum(end - start for role, start, end in self.spans if role == "assistant")
+
+    def sampled_versions(self, policy_version: int) -> list[int]:
+        """The version that sampled each token the policy wrote, in order (policy_version for all of them when the
+        episode records no versions of its own)."""
+        if self.versions is None:
+            return [policy_version] * self.assistant_tokens()
+        return [v for v in self.versions if v >= 0]
 
 
 def tool_call_text(problem: Problem) -> str:

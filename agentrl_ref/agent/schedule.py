@@ -23,6 +23,7 @@ class CostModel:
 
     a chunk of generation  decoded positions * (decode_call + decode_row * rows): every decode step is one call of
                            the model on all the chunk's rows (finished ones too) until its longest episode ends
+    a prefill              decode_call + forward * rows * positions: a chunk's cache computed again with new weights
     a trainer step         rows * (episode + length * (token + forward * extra forward passes)): per trajectory the
                            reward, the loss mask and the padding (Python), per row and padded position the forward
                            and backward passes of all minibatches, and the extra forward passes without gradient, in
@@ -39,7 +40,16 @@ class CostModel:
     forward: float = 0.45e-5
 
     def chunk(self, rows: int, positions: int) -> float:
-        return positions * (self.decode_call + self.decode_row * rows)
+        return positions * self.decode_step(rows)
+
+    def decode_step(self, rows: int) -> float:
+        """One decode step of a chunk: one call of the model on all its rows."""
+        return self.decode_call + self.decode_row * rows
+
+    def prefill(self, rows: int, positions: int) -> float:
+        """Keys and values of `positions` tokens of every row computed again in one call (new weights in the middle
+        of a chunk, exercise 10): one forward pass without gradient, priced as the trainer's extra forward passes."""
+        return self.decode_call + self.forward * rows * positions
 
     def step(self, rows: int, length: int, extra_forwards: float = 0.0) -> float:
         return rows * (self.episode + length * (self.token + self.forward * extra_forwards))

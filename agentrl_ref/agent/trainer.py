@@ -87,7 +87,8 @@ def off_policy_inputs(correction: str, logp_prox: torch.Tensor, logp_behave: tor
                count in the token mean's denominator, as in AReaL.
     recompute  no correction: the old log-probs are recomputed with the proximal weights, as if the data had been
                sampled by them (AReaL with recompute_logprob and without the decoupled loss).
-    logp_prox carries no gradient.
+    logp_prox carries no gradient. Every input is per token: a trajectory whose generation was interrupted by a
+    weight update (exercise 10, Episode.versions) carries each token's log-prob under the version that sampled it.
     """
     if correction == "behave":
         return logp_behave, token_adv
@@ -119,12 +120,13 @@ def group_center(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
     return (groups - groups.mean(dim=1, keepdim=True)).view(-1).to(torch.float32)
 
 
-def sample_chunk(policy, task: Task, cfg: GRPOConfig, c: int) -> list[Episode]:
+def sample_chunk(policy, task: Task, cfg: GRPOConfig, c: int, watch=None) -> list[Episode]:
     """Chunk c of a run: prompts_per_step / n_workers problems x group_size samples, from the chunk's own seeds (so the
-    same chunk with the same weights gives the same episodes in any process)."""
+    same chunk with the same weights gives the same episodes in any process). watch: interruptible generation
+    (rollout.py): the weights may change between decode steps, or the chunk be aborted."""
     problems = task.sample(random.Random(f"grpo-{cfg.seed}-chunk-{c}"), cfg.prompts_per_step // cfg.n_workers)
     generator = torch.Generator().manual_seed(cfg.seed * 1_000_003 + c)
-    return sample_episodes(policy, problems, group_size=cfg.group_size, generator=generator)
+    return sample_episodes(policy, problems, group_size=cfg.group_size, generator=generator, watch=watch)
 
 
 def chunk_work(episodes: list[Episode]) -> dict:
@@ -160,6 +162,7 @@ class Trainer:
         self.policy, self.task, self.cfg, self.parts = policy, task, cfg, parts
         self.loss_fn = aggregated(parts.loss or default_loss_fn(), cfg.loss_agg, policy.max_len)
         self.on_update = on_update
+        self.on_batch = None  # on_batch(batch, version) before each step trains: e.g. per-token staleness (ex10)
         self.progress = progress
         self.stats_fn = _stats_fn()
         self.reference_accuracy = reference_part("accuracy_reward")
@@ -308,6 +311,8 @@ class Trainer:
             if stale > self.cfg.max_staleness:
                 raise RuntimeError(f"step {step}: got a trajectory {stale} versions old (max_staleness "
                                    f"{self.cfg.max_staleness}); the buffer must return the oldest first")
+            if self.on_batch is not None:
+                self.on_batch(batch, self.version)
             start = time.perf_counter()
             self.history.append(self.train_step(batch))  # one torch thread: run() holds torch_threads()
             self.step_times.append((start, time.perf_counter()))

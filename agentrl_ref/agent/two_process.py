@@ -19,6 +19,19 @@ AReaL's admission rule (trainer.needed_version): chunk c waits until version nee
 With max_staleness=0 this is the synchronous baseline, run the same way; it samples exactly the chunks of the
 in-process grpo() with the same weights, so its curves are grpo()'s.
 
+A weight update that comes while a chunk is being generated (interrupt=, exercise 10):
+    wait      (the default) the chunk finishes with the weights it started with; the worker takes the new version
+              before its next chunk. The update waits, no trajectory mixes versions.
+    abort     the worker notices the new version between two decode steps, drops the chunk and generates it again
+              from scratch with the new weights: the tokens sampled so far are wasted.
+    continue  the worker loads the new weights between two decode steps and goes on: the rest of the tokens come
+              from the new version (the key/value cache is computed again with it). Every token records the
+              version that sampled it and its behaviour log-prob under that version (Episode.versions, .logp); the
+              trajectory's policy_version is its OLDEST token's, so the buffer's max_staleness and the admission
+              rule bound the oldest token.
+The worker only reads the shared version number between decode steps (a new version is loaded under the lock, as
+always); with wait it does not even do that, and the run is the same as before interruptions existed.
+
 The child gets everything by fork, nothing is pickled on the way in (a notebook's functions work). Whatever happens
 (an exception in the trainer, a KeyboardInterrupt in the notebook, the worker dying), the worker is stopped and reaped
 before grpo_two_process returns or raises. The worker ignores SIGINT (a notebook's interrupt signals the kernel's
@@ -42,9 +55,11 @@ import torch
 
 from agentrl_ref.agent.concurrency import default_processes, forked_child, run_coroutine, stop_process, torch_threads
 from agentrl_ref.agent.grpo_config import GRPOConfig
+from agentrl_ref.agent.rollout import Interrupted
 from agentrl_ref.agent.trainer import Trainer, needed_version, sample_chunk
 
 POLL = 0.2  # seconds between liveness checks while a process waits for the other
+INTERRUPTS = ("wait", "abort", "continue")  # what a weight update does to a chunk in generation (module docstring)
 
 
 def available() -> bool:
@@ -105,8 +120,56 @@ class WeightBoard:
         return version
 
 
+class _Stopped(Exception):
+    """The run was stopped while the worker was generating."""
+
+
+class BoardWatch:
+    """The worker's watch over the weight board while it samples a chunk (rollout.py's watch protocol): between two
+    decode steps, is there a newer version? abort: drop the chunk; continue: load it and go on with it."""
+
+    def __init__(self, board: WeightBoard, policy, version: int, interrupt: str):
+        self.board, self.policy, self.version, self.interrupt = board, policy, version, interrupt
+        self.switches: list[tuple[int, int]] = []  # (position, version) where newer weights took over
+
+    def poll(self, t: int) -> str:
+        if self.board.stopped.value:
+            raise _Stopped
+        if self.board.version.value == self.version:  # one read of a shared int: nothing new
+            return "go"
+        if self.interrupt == "abort":
+            return "abort"
+        self.version = self.board.load(self.policy, self.version)
+        self.switches.append((t, self.version))
+        return "switch"
+
+
+def chunk_trajectories(episodes, c: int, group_size: int, version: int) -> list[dict]:
+    """The buffer's trajectory dicts of chunk c: policy_version is the oldest version among each episode's sampled
+    tokens (its only version when the episode records none)."""
+    return [{"policy_version": min(e.sampled_versions(version), default=version), "group": (c, i // group_size),
+             "episode": e} for i, e in enumerate(episodes)]
+
+
+def sample_interruptible(policy, task, cfg: GRPOConfig, c: int, board: WeightBoard, have: int,
+                         interrupt: str) -> tuple[list, dict]:
+    """Chunk c sampled under a BoardWatch (abort: again from scratch with the newest weights after every abort).
+    Returns the episodes and {"newest": the version the policy holds at the end, "aborts", "wasted": tokens sampled
+    in aborted attempts, "switches": [(position, version)]}."""
+    wasted = aborts = 0
+    while True:
+        watch = BoardWatch(board, policy, have, interrupt)
+        try:
+            episodes = sample_chunk(policy, task, cfg, c, watch=watch)
+        except Interrupted as stop:
+            wasted, aborts = wasted + stop.sampled, aborts + 1
+            have = board.load(policy, have)
+            continue
+        return episodes, {"newest": watch.version, "aborts": aborts, "wasted": wasted, "switches": watch.switches}
+
+
 def _worker(board: WeightBoard, out, policy, task, cfg: GRPOConfig, n_chunks: int, chunk_size: int, t0: float,
-            parent: int) -> None:
+            parent: int, interrupt: str = "wait") -> None:
     """The rollout worker process: for each chunk, wait until it is admitted, take the newest weights, sample, send."""
     forked_child(ignore_interrupt=True)  # first: the OpenMP pool inherited through fork must not be entered
     try:
@@ -118,12 +181,23 @@ def _worker(board: WeightBoard, out, policy, task, cfg: GRPOConfig, n_chunks: in
             loading = time.perf_counter()
             have = board.load(policy, have)
             start, cpu = time.perf_counter(), time.thread_time()
-            episodes = sample_chunk(policy, task, cfg, c)
+            if interrupt == "wait":
+                episodes, extra = sample_chunk(policy, task, cfg, c), {"aborts": 0, "wasted": 0, "switches": []}
+                newest = have
+            else:
+                try:
+                    episodes, extra = sample_interruptible(policy, task, cfg, c, board, have, interrupt)
+                except _Stopped:
+                    return
+                newest = extra.pop("newest")
             end = time.perf_counter()
-            out.put({"chunk": c, "version": have, "waited": waited - t0, "start": start - t0, "end": end - t0,
-                     "load_seconds": start - loading, "seconds": time.thread_time() - cpu,
-                     "trajectories": [{"policy_version": have, "group": (c, i // cfg.group_size), "episode": e}
-                                      for i, e in enumerate(episodes)]})
+            trajectories = chunk_trajectories(episodes, c, cfg.group_size, have)
+            have = newest
+            kept = sum(e.assistant_tokens() for e in episodes)
+            out.put({"chunk": c, "version": min(t["policy_version"] for t in trajectories), "newest": newest,
+                     "waited": waited - t0, "start": start - t0, "end": end - t0, "load_seconds": start - loading,
+                     "seconds": time.thread_time() - cpu, "kept": kept, "generated": kept + extra["wasted"], **extra,
+                     "trajectories": trajectories})
         out.put({"done": True, "cpu": time.process_time()})
         board.wait_for(None, parent)  # the feeder thread flushes the last chunks meanwhile
     except BaseException:  # noqa: BLE001 - reported to the trainer, which raises it
@@ -170,10 +244,22 @@ class TwoProcessResult:
     dropped_stale: int = 0
     dropped_overflow: int = 0
     worker_pid: int = 0                           # the rollout worker's process id (gone when the run returns)
+    interrupt: str = "wait"                       # what a weight update did to a chunk in generation (INTERRUPTS)
+    token_staleness: dict[int, int] = field(default_factory=dict)  # staleness -> trained tokens that lagged so much
 
     @property
     def trajectories(self) -> int:
         return len(self.history) * self.config.batch_size
+
+    @property
+    def generated_tokens(self) -> int:
+        """Tokens the worker sampled, those of aborted attempts included."""
+        return sum(c["generated"] for c in self.chunks)
+
+    @property
+    def kept_tokens(self) -> int:
+        """Tokens the worker sampled in the trajectories it delivered."""
+        return sum(c["kept"] for c in self.chunks)
 
     @property
     def step_seconds(self) -> float:
@@ -247,17 +333,32 @@ async def _two_process(trainer: Trainer, board: WeightBoard, process, out, t0: f
     return chunks, done, *trainer.dropped(buffer)
 
 
+def token_staleness_counter(counts: dict[int, int]):
+    """A Trainer.on_batch that adds every trained token's staleness (the trainer's version minus the version that
+    sampled the token) to counts."""
+    def on_batch(batch, version):
+        for traj in batch:
+            for v in traj["episode"].sampled_versions(traj["policy_version"]):
+                counts[version - v] = counts.get(version - v, 0) + 1
+    return on_batch
+
+
 def grpo_two_process(policy, task, cfg: GRPOConfig = GRPOConfig(), *, parts=None, on_update=None,
-                     progress=None) -> TwoProcessResult:
+                     progress=None, interrupt: str = "wait") -> TwoProcessResult:
     """grpo() with the rollout worker in a second process; trains `policy` in place in this process.
 
     Same arguments as grpo(); on_update(version, policy) runs after each version is published. The chunks of a step
-    (cfg.n_workers of them) are generated one after the other by the one worker process.
+    (cfg.n_workers of them) are generated one after the other by the one worker process. interrupt: what a weight
+    update does to a chunk being generated, one of INTERRUPTS (the module docstring).
     """
     if not available():
         raise RuntimeError("grpo_two_process needs fork (Linux) and two cores")
+    if interrupt not in INTERRUPTS:
+        raise ValueError(f"interrupt must be one of {INTERRUPTS}, got {interrupt!r}")
     ctx = multiprocessing.get_context("fork")
     trainer = Trainer(policy, task, cfg, parts, None, progress)
+    counts: dict[int, int] = {}
+    trainer.on_batch = token_staleness_counter(counts)
     board = WeightBoard(policy, ctx)
     publish, publish_seconds = [0.0], []
 
@@ -273,7 +374,8 @@ def grpo_two_process(policy, task, cfg: GRPOConfig = GRPOConfig(), *, parts=None
     cpu0 = time.process_time()
     t0 = time.perf_counter()
     process = ctx.Process(target=_worker, name="capstone-rollout", daemon=True,
-                          args=(board, out, policy, task, cfg, trainer.n_chunks, trainer.chunk_size, t0, os.getpid()))
+                          args=(board, out, policy, task, cfg, trainer.n_chunks, trainer.chunk_size, t0, os.getpid(),
+                                interrupt))
     process.start()
     try:
         chunks, done, dropped_stale, dropped_overflow = run_coroutine(_two_process(trainer, board, process, out, t0))
@@ -285,7 +387,7 @@ def grpo_two_process(policy, task, cfg: GRPOConfig = GRPOConfig(), *, parts=None
     steps = [(start - t0, end - t0) for start, end in trainer.step_times]
     return TwoProcessResult(cfg, trainer.history, chunks, steps, publish, publish_seconds, publish[-1],
                             time.process_time() - cpu0, done.get("cpu", float("nan")), os.getloadavg(),
-                            dropped_stale, dropped_overflow, process.pid)
+                            dropped_stale, dropped_overflow, process.pid, interrupt, dict(sorted(counts.items())))
 
 
 def _transfer_child(conn, board: WeightBoard, policy, parent: int) -> None:

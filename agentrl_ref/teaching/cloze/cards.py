@@ -105,6 +105,10 @@ SNIPPETS: tuple[Snippet, ...] = (
         ("module:agentrl_ref.rollout_correction", ("log_importance_weights", "truncated_weights", "masked_weights",
                                                    "mismatch_report")),
     )),
+    Snippet("partial_rollout", "可中断的生成：一条轨迹，几个版本", "ex10_partial_rollout", (
+        ("notebook:ex10_partial_rollout", ("PartialTrajectory", "token_staleness", "oldest_staleness", "admit")),
+        ("module:agentrl_ref.partial_rollout", ("PartialTrajectory", "token_staleness", "oldest_staleness", "admit")),
+    )),
 )
 
 
