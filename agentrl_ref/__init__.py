@@ -2,8 +2,8 @@
 
 The six components sit at the top, one module each, named after the exercise they back:
 format_reward (1), verifiable_reward (2), loss_mask (3), rollout_buffer (4),
-composite_reward (5), token_credit (6); chapter 2: token_in_out (8), rollout_correction (9). They need only the
-standard library, numpy and torch.
+composite_reward (5), token_credit (6); chapter 2: token_in_out (8), rollout_correction (9), dapo_sampling (11).
+They need only the standard library, numpy and torch.
 
 Sub-packages:
     checks/    the visible tests behind check() and run_test() in the notebooks
@@ -35,6 +35,8 @@ _EXPORTS = {
     "token_in_out": ["build_trajectory", "first_drift", "message_ids"],
     "rollout_correction": ["importance_weights", "log_importance_weights", "masked_weights", "mismatch_report",
                            "truncated_weights"],
+    "dapo_sampling": ["FilledBatch", "clip_fractions", "clip_higher_loss", "fill_batch", "informative_groups",
+                      "mean_token_entropy"],
     # the parts in real trainers (TRL 1.16 reward functions, verl's compute_score)
     "frameworks.trl_rewards": ["make_trl_composite_reward", "trl_accuracy_reward", "trl_composite_reward",
                                "trl_format_reward"],
