@@ -10,7 +10,7 @@ gradient is cut, against entropy collapse.
     informative_groups(rewards, group_size)        bool [n_groups]: True where the rewards within the group differ
                                                    (max - min > 0; not "mean strictly between 0 and 1", which is
                                                    wrong for +-1 rewards, composite rewards and any other scale)
-    fill_batch(draw, target_groups, group_size, max_draws) -> FilledBatch
+    fill_batch(draw, target_groups, group_size, max_draws, informative=informative_groups) -> FilledBatch
         calls draw() -> (groups, rewards) until it holds target_groups informative groups or has called it max_draws
         times; reports how many draws, groups and samples that took, and whether the batch is full (if not, it
         returns what it has: the caller decides, verl raises)
@@ -39,7 +39,9 @@ def _rewards(rewards, group_size: int) -> torch.Tensor:
     """rewards as a float64 [n_groups, group_size] tensor; ValueError naming what does not fit."""
     if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 2:
         raise ValueError(f"group_size must be an int >= 2 (a group needs two samples to differ), got {group_size!r}")
-    r = torch.as_tensor(rewards).detach().to(torch.float64)
+    # float64 from the start: a list of Python floats read as float32 would round a tiny spread away
+    r = (rewards.detach().to(torch.float64) if isinstance(rewards, torch.Tensor)
+         else torch.as_tensor(rewards, dtype=torch.float64))
     if r.dim() != 1:
         raise ValueError(f"rewards must be flat (one per sample, group after group), got shape {tuple(r.shape)}")
     if r.numel() % group_size:
@@ -74,23 +76,24 @@ class FilledBatch:
         return len(self.groups)
 
 
-def _draw_once(draw: Callable[[], tuple[list, Any]], group_size: int) -> tuple[list, torch.Tensor]:
+def _draw_once(draw: Callable[[], tuple[list, Any]], group_size: int, informative) -> tuple[list, list[bool]]:
     out = draw()
     if not (isinstance(out, tuple) and len(out) == 2):
         raise ValueError("draw() must return (groups, rewards)")
     groups, rewards = list(out[0]), out[1]
-    keep = informative_groups(rewards, group_size)
+    keep = [bool(k) for k in informative(rewards, group_size)]
     if len(keep) != len(groups):
         raise ValueError(f"draw() returned {len(groups)} groups and rewards for {len(keep)} groups of {group_size}")
     return groups, keep
 
 
-def fill_batch(draw: Callable[[], tuple[list, Any]], target_groups: int, group_size: int,
-               max_draws: int) -> FilledBatch:
+def fill_batch(draw: Callable[[], tuple[list, Any]], target_groups: int, group_size: int, max_draws: int,
+               informative: Callable = informative_groups) -> FilledBatch:
     """Call draw() until target_groups informative groups are held or draw() was called max_draws times.
 
-    draw() -> (groups, rewards): a list of groups (anything) and their rewards, flat and group-major. The batch keeps
-    the first target_groups informative groups in the order drawn (the rest of the last draw is dropped, as verl's
+    draw() -> (groups, rewards): a list of groups (anything) and their rewards, flat and group-major; informative
+    (rewards, group_size) says which groups count (verl's filter_groups.metric chooses what they are judged on). The
+    batch keeps the first target_groups informative groups in the order drawn (the rest of the last draw is dropped, as verl's
     batch[:traj_bsz]). If max_draws draws do not fill it, it returns what it has with full=False (verl raises
     instead); it never loops without a bound.
     """
@@ -100,10 +103,10 @@ def fill_batch(draw: Callable[[], tuple[list, Any]], target_groups: int, group_s
     kept: list = []
     draws = drawn_groups = 0
     while len(kept) < target_groups and draws < max_draws:
-        groups, keep = _draw_once(draw, group_size)
+        groups, keep = _draw_once(draw, group_size, informative)
         draws += 1
         drawn_groups += len(groups)
-        kept += [g for g, k in zip(groups, keep.tolist()) if k]
+        kept += [g for g, k in zip(groups, keep) if k]
     return FilledBatch(kept[:target_groups], draws, drawn_groups, drawn_groups * group_size,
                        len(kept) >= target_groups)
 

@@ -2,7 +2,9 @@
 prints the same thing twice, except what a clock measured.
 
 The capstone is the one heavy page (three seeds of ablations): its first execution is the book build's (built_site,
-the page as readers get it, with the page's seeds), its second one is here. Its hidden tests run where they count,
+the page as readers get it, with the page's seeds), its second one is here. Exercise 11's page trains three arms on
+three seeds: its instructor notebook runs once here, both as the notebook that must run clean and as the page's
+second execution. Its hidden tests run where they count,
 in nbgrader's grading of the reference answer (tests/test_nbgrader.py: a test cell writing to stderr scores 0)."""
 import os
 from unittest import mock
@@ -13,6 +15,7 @@ import pytest
 from course import ASSIGNMENTS, ROOT, SOURCE, run_notebook
 
 CAPSTONE = "ex7_agent_grpo"
+DAPO = "ex11_dapo_sampling"  # executed once here, as the second execution of its page (see its test below)
 MEASURED_TAG = "measured"  # a cell whose every output comes from a clock (agentrl_ref.teaching.shared.progress)
 PAGE = ROOT / "book" / f"{CAPSTONE}.ipynb"
 
@@ -22,7 +25,7 @@ def execute(path, drop_tag: str | None = None) -> nbformat.NotebookNode:
     nb = nbformat.read(path, as_version=4)
     if drop_tag:
         nb.cells = [c for c in nb.cells if drop_tag not in c.metadata.get("tags", [])]
-    env = {k: v for k, v in os.environ.items() if k != "AGENTRL_CAPSTONE_SEEDS"}
+    env = {k: v for k, v in os.environ.items() if k not in ("AGENTRL_CAPSTONE_SEEDS", "AGENTRL_DAPO_SEEDS")}
     with mock.patch.dict(os.environ, env, clear=True):  # the kernel inherits this process's environment
         run_notebook(nb, cwd=path.parent, timeout=300)  # raises CellExecutionError on any failing cell
     return nb
@@ -59,7 +62,7 @@ def _clean(nb) -> None:
         assert not any("Glyph" in s and "missing" in s for s in stderr), stderr
 
 
-@pytest.mark.parametrize("name", [a for a in ASSIGNMENTS if a != CAPSTONE])
+@pytest.mark.parametrize("name", [a for a in ASSIGNMENTS if a not in (CAPSTONE, DAPO)])
 def test_instructor_notebook_executes(name):
     _clean(execute(SOURCE / name / f"{name}.ipynb"))
 
@@ -152,3 +155,23 @@ def test_exercise_8s_page_prints_the_same_twice_except_what_a_clock_measured(bui
     assert compared >= 4, compared  # the table, the examples, the figure, the template demo
     drawn = [c for c in first_run.cells if c.cell_type == "code" and "fig = plot_" in c.source]
     assert drawn and all(any("image/png" in o.get("data", {}) for o in c.outputs) for c in drawn)
+
+
+def test_exercise_11s_notebook_runs_clean_and_its_page_prints_the_same_twice(built_site):
+    """Exercise 11's instructor notebook runs end to end (every test cell passes, nothing on stderr), and it is the
+    second execution of the page: every cell the book build executed (the training of three arms on three seeds, its
+    tables, figures and computed verdicts, the float demo) prints the same; only the line with the seconds is
+    measured."""
+    first_run = built_page(built_site, ROOT / "book" / f"{DAPO}.ipynb")
+    _clean(first_run)
+    instructor = execute(SOURCE / DAPO / f"{DAPO}.ipynb")
+    _clean(instructor)
+    on_the_page = {c.id for c in first_run.cells if c.cell_type == "code"
+                   and not {"skip-execution", "remove-cell"} & set(c.metadata.get("tags", []))}
+    again = nbformat.from_dict({**instructor, "cells": [c for c in instructor.cells if c.id in on_the_page]})
+    compared, report = _differences(first_run, again)
+    assert not report, f"{len(report)} cells differ between two executions:\n" + "\n".join(report)
+    verdicts = [c for c in again.cells if "**判断**" in str(_deterministic_outputs(c))]
+    drawn = [c for c in first_run.cells if c.cell_type == "code" and "fig = plot_" in c.source]
+    assert compared >= 6 and len(verdicts) == 1 and str(_deterministic_outputs(verdicts[0])).count("**判断**") == 4
+    assert len(drawn) == 2 and all(any("image/png" in o.get("data", {}) for o in c.outputs) for c in drawn)

@@ -34,7 +34,7 @@ from course import ASSIGNMENTS, ROOT, filled, reference_fills, run_notebook
 
 COMPONENTS = {"format_reward.py", "verifiable_reward.py", "loss_mask.py", "rollout_buffer.py",
               "composite_reward.py", "token_credit.py"}
-CHAPTER2 = {"token_in_out.py", "rollout_correction.py"}
+CHAPTER2 = {"token_in_out.py", "rollout_correction.py", "dapo_sampling.py"}
 SUBPACKAGES = {"checks", "teaching", "agent", "frameworks"}
 # what a hosted notebook (Colab) has; math-verify stands in for the one [course] dependency it lacks,
 # which pip would fetch from PyPI there
@@ -145,6 +145,8 @@ def test_wheel_runs_every_student_notebook(name, wheel_venv, tmp_path, monkeypat
     if name == "ex7_agent_grpo":
         # the capstone's ablations on one seed here; the book build (built_site, -W) executes the page's seeds
         monkeypatch.setenv("AGENTRL_CAPSTONE_SEEDS", "0")
+    if name == "ex11_dapo_sampling":  # likewise its training on one seed; the book build runs the page's three
+        monkeypatch.setenv("AGENTRL_DAPO_SEEDS", "0")
     nb = nbformat.reads(filled(name, reference_fills(name)), as_version=4)
     nb.cells.insert(0, _where_am_i(wheel_venv))
     key = next(s.key for s in cloze.SNIPPETS if s.exercise == name)

@@ -15,6 +15,8 @@
     ex8_token_in_out/       exercise 8's page: retokenizing on the tiny Qwen2, a template that strips <think>
     ex9_rollout_correction/ exercise 9's page: a bf16 (and an fp8) sampler against the float32 trainer, measured and
                             trained on with TIS and MIS (verdicts as the capstone's page computes them)
+    ex11_dapo_sampling/     exercise 11's page: symmetric clip, clip-higher and dynamic sampling on the capstone's
+                            policy (agent/dapo_arms.py runs them): tables, computed verdicts and figures
     cloze/                  the random-cloze practice (book/cloze.md and the JupyterLab widget) and its cards, which
                             `make release` cuts from the exercises' answers (cloze/cloze_snippets.json)
     frameworks/             the frameworks page (book/frameworks.md): TRL's GRPOTrainer on the tiny model

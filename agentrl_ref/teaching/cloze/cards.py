@@ -105,6 +105,12 @@ SNIPPETS: tuple[Snippet, ...] = (
         ("module:agentrl_ref.rollout_correction", ("log_importance_weights", "truncated_weights", "masked_weights",
                                                    "mismatch_report")),
     )),
+    Snippet("dapo_sampling", "DAPO 的动态采样和 clip-higher", "ex11_dapo_sampling", (
+        ("notebook:ex11_dapo_sampling", ("informative_groups", "fill_batch", "clip_higher_loss",
+                                         "mean_token_entropy")),
+        ("module:agentrl_ref.dapo_sampling", ("informative_groups", "fill_batch", "clip_higher_loss",
+                                              "mean_token_entropy")),
+    )),
 )
 
 
