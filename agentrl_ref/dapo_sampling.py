@@ -93,9 +93,9 @@ def fill_batch(draw: Callable[[], tuple[list, Any]], target_groups: int, group_s
 
     draw() -> (groups, rewards): a list of groups (anything) and their rewards, flat and group-major; informative
     (rewards, group_size) says which groups count (verl's filter_groups.metric chooses what they are judged on). The
-    batch keeps the first target_groups informative groups in the order drawn (the rest of the last draw is dropped, as verl's
-    batch[:traj_bsz]). If max_draws draws do not fill it, it returns what it has with full=False (verl raises
-    instead); it never loops without a bound.
+    batch keeps the first target_groups informative groups in the order drawn (the rest of the last draw is dropped,
+    as verl's batch[:traj_bsz]). If max_draws draws do not fill it, it returns what it has with full=False (verl
+    raises instead); it never loops without a bound.
     """
     for name, value in (("target_groups", target_groups), ("max_draws", max_draws)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
