@@ -16,7 +16,7 @@ from agentrl_ref.agent.dapo_arms import ARM_LABELS, DAPO_COMPARISONS, EQUAL_COST
 from agentrl_ref.teaching.ex7_agent_grpo.verdicts import seed_verdict
 from agentrl_ref.teaching.shared.md_table import markdown_table
 
-METRIC_LABELS = {"accuracy": ("留出题准确率（温度 1）", "pct"), "entropy": ("留出题上的平均 token 熵", "num")}
+METRIC_LABELS = {"accuracy": ("留出题准确率（温度 1）", "pct"), "entropy": ("留出题上的平均 token 熵", "nat")}
 ARMS_SHOWN = ("symmetric", "clip_higher", "dynamic", EQUAL_COST)
 
 
