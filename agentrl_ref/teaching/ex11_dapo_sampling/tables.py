@@ -104,8 +104,8 @@ def clip_summary(study: DAPOStudy) -> str:
     """What the upper bound cut, computed; the page's reading of the entropy verdict as a hypothesis."""
     sym, high = _clip_stats(study.runs_of("symmetric")), _clip_stats(study.runs_of("clip_higher"))
     entropy = study_verdicts(study)[0]
-    text = (f"对称裁剪时，advantage 为正的 token 里只有 {sym['clip_high']:.2%} 的比率越过 1.2 被截住"
-            f"（clip-higher 把上界挪到 1.28 以后是 {high['clip_high']:.2%}）；advantage 为负、在下界被截的有 "
+    text = (f"对称裁剪时，训练 token 里只有 {sym['clip_high']:.2%} 是 advantage 为正、比率越过 1.2 被截住的"
+            f"（clip-higher 把上界挪到 1.28 以后是 {high['clip_high']:.2%}）；advantage 为负、在下界被截的占 "
             f"{sym['clip_low']:.2%}。在上界被截的 token 旧概率平均只有 {sym['cut_p']:.2f}，而所有 advantage 为正的 "
             f"token 平均是 {sym['positive_p']:.2f}：和 DAPO 的论证一致，上界拦住的是本来概率就不高的 token"
             f"（旧概率 p 的 token 比率最多到 1/p，p > 1/1.2 ≈ 0.83 的 token 根本碰不到上界）。")
