@@ -221,3 +221,108 @@ def test_the_entropy_of_an_impossible_token_is_zero_not_nan():
 def test_the_entropy_refuses_misuse(logits, mask):
     with pytest.raises(ValueError):
         mean_token_entropy(logits, mask)
+
+
+# correct answers a student may write instead of the instructor's: each passes every visible test, and the hidden
+# tests record what they record for the reference (within the grader's tolerance)
+ALTERNATIVES = {
+    "informative_groups": """
+def informative_groups(rewards, group_size):
+    r = [float(x) for x in rewards]
+    if group_size < 2 or len(r) % group_size:
+        raise ValueError("rewards must split into groups of group_size >= 2")
+    return torch.tensor([len(set(r[i:i + group_size])) > 1 for i in range(0, len(r), group_size)])
+""",
+    "fill_batch": """
+def fill_batch(draw, target_groups, group_size, max_draws, informative=None):
+    informative = informative or informative_groups
+    kept, drawn = [], 0
+    for draws in range(1, max_draws + 1):
+        groups, rewards = draw()
+        drawn += len(groups)
+        kept.extend(g for g, k in zip(groups, informative(rewards, group_size)) if k)
+        if len(kept) >= target_groups:
+            break
+    return FilledBatch(kept[:target_groups], draws, drawn, drawn * group_size, len(kept) >= target_groups)
+""",
+    "clip_higher_loss": """
+def clip_higher_loss(logp_new, logp_old, advantages, loss_mask, eps_low=0.2, eps_high=0.28):
+    ratio = (logp_new - logp_old).exp()
+    bound = torch.where(advantages > 0, ratio.clamp(max=1 + eps_high), ratio.clamp(min=1 - eps_low))
+    per_token = -advantages * bound
+    keep = loss_mask.bool()
+    return per_token[keep].sum() / max(int(keep.sum()), 1)
+""",
+    "mean_token_entropy": """
+def mean_token_entropy(logits, loss_mask):
+    p = torch.softmax(logits, dim=-1)
+    entropy = torch.logsumexp(logits, dim=-1) - (p * logits).sum(dim=-1)   # verl's entropy_from_logits
+    keep = loss_mask.bool()
+    return entropy[keep].mean() if keep.any() else entropy.new_zeros(())
+""",
+}
+
+
+def _alternatives() -> dict:
+    namespace: dict = {"torch": torch, "FilledBatch": FilledBatch}
+    for code in ALTERNATIVES.values():
+        exec(code, namespace)
+    return {name: namespace[name] for name in ALTERNATIVES}
+
+
+@pytest.mark.parametrize("part", sorted(ALTERNATIVES))
+def test_correct_alternatives_pass_every_visible_test(part):
+    from agentrl_ref.checks import _REGISTRY, _load_all, _run_one
+
+    _load_all()
+    functions = _alternatives()
+    tests = [t for t in _REGISTRY.values() if t.part == part]
+    assert tests
+    for test in tests:
+        ok, message, _, _ = _run_one(test, [functions[name] for name in test.needs])
+        assert ok, f"{test.test_id}: {message}"
+
+
+def _hidden_records(functions: dict) -> dict[str, list]:
+    """What the hidden tests of the instructor notebook record for these functions, run in this process (the hidden
+    part of each test cell, in one namespace as the kernel has; the probes' records collected, not displayed)."""
+    from unittest import mock
+
+    import nbformat
+
+    from agentrl_ref.checks import probes
+    from course import SOURCE
+
+    nb = nbformat.read(SOURCE / "ex11_dapo_sampling" / "ex11_dapo_sampling.ipynb", as_version=4)
+    got: dict[str, list] = {}
+    namespace = {**functions, "probe_calls": probes.probe_calls}
+    with mock.patch.object(probes, "_emit", lambda name, data: got.setdefault(name, data)):
+        for cell in nb.cells:
+            if "### BEGIN HIDDEN TESTS" in cell.source:
+                exec(cell.source.split("### BEGIN HIDDEN TESTS", 1)[1].split("### END HIDDEN TESTS", 1)[0], namespace)
+    return got
+
+
+def test_correct_alternatives_leave_the_records_of_the_reference_in_every_hidden_test():
+    """nbgrader's verdict compares a submission's hidden records with the reference notebook's, within its tolerance
+    (grader/grade/verdict.py difference): the alternatives must leave what the module's reference leaves."""
+    from grader.grade.verdict import difference
+
+    import nbformat
+
+    from course import SOURCE
+
+    reference = _hidden_records({"informative_groups": informative_groups, "fill_batch": fill_batch,
+                                 "clip_higher_loss": clip_higher_loss, "mean_token_entropy": mean_token_entropy})
+    nb = nbformat.read(SOURCE / "ex11_dapo_sampling" / "ex11_dapo_sampling.ipynb", as_version=4)
+    answers: dict = {}
+    for cell in nb.cells:   # the instructor's answer cells: what grading takes as expected
+        if cell.metadata.get("nbgrader", {}).get("solution"):
+            exec(cell.source, answers)
+    assert len(reference) == 5 and all(reference.values()), sorted(reference)
+    for functions in (_alternatives(), {name: answers[name] for name in ALTERNATIVES}):
+        records = _hidden_records(functions)
+        assert sorted(records) == sorted(reference)
+        for name in reference:
+            assert difference(records[name], reference[name], name) is None, difference(records[name],
+                                                                                       reference[name], name)
