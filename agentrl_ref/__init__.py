@@ -3,7 +3,7 @@
 The six components sit at the top, one module each, named after the exercise they back:
 format_reward (1), verifiable_reward (2), loss_mask (3), rollout_buffer (4),
 composite_reward (5), token_credit (6); chapter 2: token_in_out (8), rollout_correction (9),
-partial_rollout (10). They need only the standard library, numpy and torch.
+partial_rollout (10), dapo_sampling (11). They need only the standard library, numpy and torch.
 
 Sub-packages:
     checks/    the visible tests behind check() and run_test() in the notebooks
@@ -37,6 +37,8 @@ _EXPORTS = {
                            "truncated_weights"],
     "partial_rollout": ["PartialTrajectory", "admit", "newest_staleness", "oldest_staleness", "staleness_histogram",
                         "token_staleness"],
+    "dapo_sampling": ["FilledBatch", "clip_fractions", "clip_higher_loss", "fill_batch", "informative_groups",
+                      "mean_token_entropy"],
     # the parts in real trainers (TRL 1.16 reward functions, verl's compute_score)
     "frameworks.trl_rewards": ["make_trl_composite_reward", "trl_accuracy_reward", "trl_composite_reward",
                                "trl_format_reward"],

@@ -1,6 +1,6 @@
 """The nbgrader course: where it is, which assignments it has, and running nbgrader's converters in it.
 
-    assignments()                        every assignment in grader/source, sorted
+    assignments()                        every assignment in grader/source, in the course's order (ex1 ... ex11)
     copy_course(dest)                    a scratch course folder (config + instructor notebooks)
     generate_assignments(course, names, db_url)   release notebooks + gradebook rows (nbgrader)
     run_converter(Converter, course, config, assignment, student)   one nbgrader converter, safely
@@ -26,8 +26,15 @@ EXCHANGE_MODES = {".": 0o1777, COURSE_ID: 0o755, f"{COURSE_ID}/outbound": 0o755,
 PRIVATE_MODE = 0o700   # the course folder on a hub: solutions, hidden tests, hand-ins, graded copies, gradebook
 
 
+def exercise_order(name: str) -> tuple[int, str]:
+    """Sort key of an assignment: by its exercise's number (ex2 before ex10), then by name."""
+    digits = name[2:].split("_", 1)[0] if name.startswith("ex") else ""
+    return (int(digits) if digits.isdigit() else 10**6, name)
+
+
 def assignments(course: Path = GRADER) -> list[str]:
-    return sorted(p.name for p in (course / "source").iterdir() if (p / f"{p.name}.ipynb").is_file())
+    return sorted((p.name for p in (course / "source").iterdir() if (p / f"{p.name}.ipynb").is_file()),
+                  key=exercise_order)
 
 
 def course_of(step) -> Path:

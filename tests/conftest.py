@@ -64,7 +64,7 @@ LANES = {
               "test_intake", "test_launch_buttons", "test_length_plots", "test_lint", "test_loss_mask",
               "test_queue_bench", "test_release", "test_rollout_buffer", "test_rollout_sim", "test_token_credit",
               "test_token_in_out", "test_rollout_correction", "test_mismatch_study", "test_partial_rollout",
-              "test_interrupt_study",
+              "test_interrupt_study", "test_dapo_sampling", "test_dapo_study",
               "test_verifiable_reward", "test_verifier_table", "test_agent", "test_two_process", "test_guides",
               "test_page_length", "test_hints", "test_lanes", "test_lab_copy", "test_progress", "test_theme_overrides"],
     "notebooks": ["test_notebooks_execute", "test_package", "test_frameworks", "test_rollout_playground",

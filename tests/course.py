@@ -10,11 +10,12 @@ from pathlib import Path
 
 import nbformat
 
+from grader.course import assignments
 from grader.publish.blanks import BLANK, has_blanks, solution_fills
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "grader" / "source"
-ASSIGNMENTS = sorted(p.name for p in SOURCE.iterdir() if (p / f"{p.name}.ipynb").is_file())
+ASSIGNMENTS = assignments()   # in the course's order: ex1 ... ex9, ex10, ex11
 
 # nbclient gives a cell's outputs 4 s after its reply to be read, then cancels the reading and goes on without
 # a word: on a busy machine a test would see a cell with fewer outputs than it made. Tests that read outputs

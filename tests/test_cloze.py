@@ -170,8 +170,8 @@ def test_format_reward_snippet_runs_like_the_reference():
 
 
 def test_every_snippet_source_resolves_and_is_listed_once():
-    assert len(set(KEYS)) == len(KEYS) == 10
-    assert len({s.title for s in cloze.SNIPPETS}) == 10
+    assert len(set(KEYS)) == len(KEYS) == 11
+    assert len({s.title for s in cloze.SNIPPETS}) == 11
     for snippet in cloze.SNIPPETS:
         assert snippet.source.split(":")[0] in {"notebook", "module"}
         assert cloze.snippet_code(snippet.key).strip()

@@ -1,5 +1,4 @@
-"""Every figure of exercises 1-6, 8 and 10 speaks Chinese where a CJK font is installed, and no figure ever misses a
-glyph.
+"""Every figure of exercises 1-6, 8, 10 and 11 speaks Chinese where a CJK font is installed, and none misses a glyph.
 
 Each figure function of agentrl_ref.teaching is drawn twice: as the book build and the lab draw it (with the CJK
 font that `make deps`, `make book` and `make lab` install, when it is there), and as Colab or Binder draw it (no
@@ -100,12 +99,37 @@ def _ex10_staleness():
     from test_interrupt_study import tiny_study
 
     return plot_staleness_and_accuracy(tiny_study())
+def _ex11_study():
+    """A study of hand-made histories: two seeds, the three arms (the figures read nothing else)."""
+    from agentrl_ref.agent.dapo_arms import DAPO_BASE, DAPOArmRun, DAPOStudy, HeldOut
+
+    def history(per_step, seed, arm):
+        return [{"step": k, "entropy": 0.5 - 0.02 * k + 0.01 * seed, "clip_high": 0.002 * (k % 4) + 0.001 * arm,
+                 "informative": 8 if per_step > 64 else 6 + (k + seed) % 3, "drawn_accuracy": 0.2 + 0.025 * k,
+                 "samples_so_far": per_step * (k + 1)} for k in range(20)]
+
+    runs = {(arm, seed): DAPOArmRun(arm, seed, history(per_step, seed, i), HeldOut([1, 0], [0.1, 0.2]))
+            for seed in (0, 1) for i, (arm, per_step) in enumerate((("symmetric", 64), ("clip_higher", 64),
+                                                                    ("dynamic", 104)))}
+    return DAPOStudy((0, 1), DAPO_BASE, runs, {})
+
+
+def _ex11_clip():
+    from agentrl_ref.teaching.ex11_dapo_sampling.plots import plot_clip
+
+    return plot_clip(_ex11_study())
+
+
+def _ex11_sampling():
+    from agentrl_ref.teaching.ex11_dapo_sampling.plots import plot_sampling
+
+    return plot_sampling(_ex11_study())
 
 
 FIGURES = {"ex1-reject-times": _reject_times, "ex2-verifiers": _verifiers, "ex3-mask-heatmap": _mask_heatmap,
            "ex4-rollouts": _rollouts, "ex5-length-rewards": _lengths, "ex6-strategies": _strategies,
            "ex6-outcome-credit": _outcome_credit, "ex8-ratios": _ex8_ratios, "ex10-timelines": _ex10_timelines,
-           "ex10-staleness": _ex10_staleness}
+           "ex10-staleness": _ex10_staleness, "ex11-clip": _ex11_clip, "ex11-sampling": _ex11_sampling}
 
 
 def _texts(fig) -> list[str]:

@@ -320,6 +320,23 @@ AUDIT: dict[str, dict[str, Rule]] = {
             "<= max_staleness`。",
             ("admission_table",)),
     },
+    "ex11_dapo_sampling": {
+        "test_informative.random_groups": Rule(
+            "每组一个 bool：组内奖励不全相同（最大值 - 最小值 > 0）时为 True。",
+            ("spread_cases", "layout_cases")),
+        "test_fill.random_scripts": Rule(
+            "只留下有信息的组，直到凑够 target_groups 个，或者已经调用了 max_draws 次。",
+            ("fills_and_counts",)),
+        "test_fill_bound.never_informative": Rule(
+            "已经调用了 `max_draws` 次：不再抽，返回手上有的，`full=False`",
+            ("gives_up",)),
+        "test_clip.random_losses": Rule(
+            "每个 token 的 -min(r·A, clip(r, 1 - eps_low, 1 + eps_high)·A)，r = exp(logp_new - logp_old)，",
+            ("token_cases", "batch_mean")),
+        "test_entropy.random_logits": Rule(
+            "每个位置上下一个 token 的分布的熵 -Σ p log p（p = softmax(logits)），在 loss_mask 为 1 的位置上平均。",
+            ("entropy_cases",)),
+    },
 }
 
 PROBE = re.compile(r'\bprobe(?:_calls|_async)?\(\s*"([^"]+)"')

@@ -25,6 +25,7 @@ from fresh_venv import expose, fresh_venv, install, kernelspec, printed, run_in,
 
 CAPSTONE = "ex7_agent_grpo"
 MEASURED_TAG = "measured"  # a cell whose every output comes from a clock (agentrl_ref.teaching.shared.progress)
+PAGE_SEED_VARIABLES = ("AGENTRL_CAPSTONE_SEEDS", "AGENTRL_DAPO_SEEDS")  # unset: each page's own seeds
 SKIPPED_TAG = "skip-execution"   # on a page: answers, checks and tests, shown but not run by the book build
 PAGE = ROOT / "book" / f"{CAPSTONE}.ipynb"
 CHECK_CALL = re.compile(r"^\s*(await )?check\(", re.M)
@@ -79,7 +80,7 @@ def executed(wheel_venv, tmp_path_factory):
             nb.cells.append(nbformat.v4.new_code_cell(
                 f"from agentrl_ref import cloze_practice\ncloze_practice({card!r})"))
             # the page's seeds, whatever this shell asks for
-            done[name] = run_in(nb, tmp_path_factory.mktemp(name), jupyter_path, unset=("AGENTRL_CAPSTONE_SEEDS",))
+            done[name] = run_in(nb, tmp_path_factory.mktemp(name), jupyter_path, unset=PAGE_SEED_VARIABLES)
         return done[name]
     return run
 
@@ -216,7 +217,7 @@ def test_exercise_8s_page_prints_the_same_twice_except_what_a_clock_measured(bui
 
 # Chapter 2's pages whose tables, figures and verdicts this module's execution checks against the build's (their
 # second execution: nothing runs a third time)
-PAGES_COMPARED = ["ex10_partial_rollout"]
+PAGES_COMPARED = ["ex10_partial_rollout", "ex11_dapo_sampling"]
 
 
 @pytest.mark.parametrize("name", PAGES_COMPARED)

@@ -33,7 +33,7 @@ from fresh_venv import expose, fresh_venv, kernelspec, printed, run_in, where_am
 
 COMPONENTS = {"format_reward.py", "verifiable_reward.py", "loss_mask.py", "rollout_buffer.py",
               "composite_reward.py", "token_credit.py"}
-CHAPTER2 = {"token_in_out.py", "rollout_correction.py", "partial_rollout.py"}
+CHAPTER2 = {"token_in_out.py", "rollout_correction.py", "partial_rollout.py", "dapo_sampling.py"}
 SUBPACKAGES = {"checks", "teaching", "agent", "frameworks"}
 # what a hosted notebook (Colab) has; math-verify stands in for the one [course] dependency it lacks,
 # which pip would fetch from PyPI there

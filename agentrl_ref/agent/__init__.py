@@ -32,6 +32,8 @@ One small file per idea, each below the ones that use it:
     ablations.py  short GRPO runs that change one thing, on several seeds, paired with a reference arm
     verdicts.py   what per-seed differences support: a paired t-test across seeds
     estimates.py  how long a long cell will take here, said before it runs (its first steps timed, then scaled)
+    dapo_trainer.py  exercise 11: a synchronous GRPO loop with clip-higher and dynamic sampling (bounded)
+    dapo_arms.py  exercise 11's arms as data, run on several seeds in the worker processes, evaluated held-out
 
 Names load lazily: importing this package imports neither torch nor loss.py. No module is named
 like a public name (a submodule import would otherwise replace the function on the package).
@@ -66,6 +68,10 @@ _EXPORTS = {
     "ablations": ["Ablations", "ArmRun", "Prefetch", "estimate_seconds", "prefetch_sft", "run_ablations",
                   "time_averaged"],
     "estimates": ["grpo_seconds", "sft_seconds", "throughput_seconds"],
+    "dapo_trainer": ["DAPOConfig", "DAPORun", "train_dapo"],
+    "dapo_arms": ["ARM_LABELS", "DAPO_ARMS", "DAPO_BASE", "DAPO_COMPARISONS", "DAPO_EVAL_PROBLEMS", "DAPO_SEEDS",
+                  "DAPO_SFT_STEPS", "DAPOArm", "DAPOArmRun", "DAPOStudy", "EQUAL_COST", "HeldOut", "held_out",
+                  "run_dapo_study"],
     "verdicts": ["ALPHA", "AcrossSeeds", "SeedDiff", "across_seeds", "paired", "paired_se", "sign_chance", "t_critical",
                  "unpaired", "unpaired_se"],
 }

@@ -46,7 +46,8 @@ BLANK = "_____"
 FAILED = "failed:"   # the record of a visible test that failed: run_test writes it, the grader reads it
 EXERCISES = ("ex1_format_reward", "ex2_verifiable_reward", "ex3_loss_mask",
              "ex4_async_rollout", "ex5_composite_reward", "ex6_token_credit", "ex7_agent_grpo", "ex8_token_in_out",
-             "ex9_rollout_correction", "ex10_partial_rollout")
+             "ex9_rollout_correction", "ex10_partial_rollout",
+             "ex11_dapo_sampling")
 
 
 class CheckFailure(AssertionError):

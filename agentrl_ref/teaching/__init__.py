@@ -17,6 +17,8 @@
                             trained on with TIS and MIS (verdicts as the capstone's page computes them)
     ex10_partial_rollout/   exercise 10's page: wait, abort and continue when an update lands mid-chunk, on the
                             simulated clock (verdicts) and in the real two processes (measured)
+    ex11_dapo_sampling/     exercise 11's page: symmetric clip, clip-higher and dynamic sampling on the capstone's
+                            policy (agent/dapo_arms.py runs them): tables, computed verdicts and figures
     cloze/                  the random-cloze practice (book/cloze.md and the JupyterLab widget) and its cards, which
                             `make release` cuts from the exercises' answers (cloze/cloze_snippets.json)
     frameworks/             the frameworks page (book/frameworks.md): TRL's GRPOTrainer on the tiny model

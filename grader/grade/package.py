@@ -35,6 +35,7 @@ GIVEN_MODULES: dict[str, list[str]] = {
     "ex8_token_in_out": [],   # the visible and hidden tests run on the toy tokenizer of checks/ex8_token_in_out.py
     "ex9_rollout_correction": [],   # the expected weights are written out in checks/ex9_rollout_correction.py
     "ex10_partial_rollout": [],     # the expected versions are written out in checks/ex10_partial_rollout.py
+    "ex11_dapo_sampling": [],   # the expected values are written out in checks/ex11_dapo_sampling.py
 }
 NEVER = {"teaching/cloze/cloze_snippets.json"}
 

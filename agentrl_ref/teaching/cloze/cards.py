@@ -109,6 +109,12 @@ SNIPPETS: tuple[Snippet, ...] = (
         ("notebook:ex10_partial_rollout", ("PartialTrajectory", "token_staleness", "oldest_staleness", "admit")),
         ("module:agentrl_ref.partial_rollout", ("PartialTrajectory", "token_staleness", "oldest_staleness", "admit")),
     )),
+    Snippet("dapo_sampling", "DAPO 的动态采样和 clip-higher", "ex11_dapo_sampling", (
+        ("notebook:ex11_dapo_sampling", ("informative_groups", "fill_batch", "clip_higher_loss",
+                                         "mean_token_entropy")),
+        ("module:agentrl_ref.dapo_sampling", ("informative_groups", "fill_batch", "clip_higher_loss",
+                                              "mean_token_entropy")),
+    )),
 )
 
 

@@ -83,10 +83,12 @@ def _number(value: float, unit: str, signed: bool = True) -> str:
     sign = "+" if signed else ""
     if unit == "pct":
         return f"{100 * value:{sign}.1f}"
+    if unit == "nat":  # entropies (exercise 11): a tenth of a nat is a large difference
+        return f"{value:{sign}.3f}"
     return f"{value:{sign}.2f}"
 
 
-UNITS = {"pct": " 个百分点", "s": " 模拟秒", "num": ""}
+UNITS = {"pct": " 个百分点", "s": " 模拟秒", "num": "", "nat": " nat"}
 
 
 def _range(diffs: list[SeedDiff], unit: str) -> str:
