@@ -1,4 +1,5 @@
-"""Every figure of exercises 1-6 and 8 speaks Chinese where a CJK font is installed, and no figure ever misses a glyph.
+"""Every figure of exercises 1-6 and 8 and of the benchmarks page speaks Chinese where a CJK font is installed, and no
+figure ever misses a glyph.
 
 Each figure function of agentrl_ref.teaching is drawn twice: as the book build and the lab draw it (with the CJK
 font that `make deps`, `make book` and `make lab` install, when it is there), and as Colab or Binder draw it (no
@@ -87,9 +88,23 @@ def _ex8_ratios():
     return plot_ratios(DriftStudy((kept, drifted), sft_steps=0, vocab_size=11, tokenizer=None, chat_tokenizer=None))
 
 
+def _bench(record: str, i: int):
+    """The benchmarks page's i-th figure of a record (bench/report.py), drawn from a record shaped as its script
+    writes it (tests/test_bench_records.py)."""
+    def make():
+        import report  # bench/
+        from test_bench_records import sample_record
+
+        return report.FIGURES[record][i](sample_record(record))
+    return make
+
+
 FIGURES = {"ex1-reject-times": _reject_times, "ex2-verifiers": _verifiers, "ex3-mask-heatmap": _mask_heatmap,
            "ex4-rollouts": _rollouts, "ex5-length-rewards": _lengths, "ex6-strategies": _strategies,
-           "ex6-outcome-credit": _outcome_credit, "ex8-ratios": _ex8_ratios}
+           "ex6-outcome-credit": _outcome_credit, "ex8-ratios": _ex8_ratios,
+           "bench-format-scaling": _bench("run", 0), "bench-batched": _bench("run", 1),
+           "bench-throughput": _bench("capstone-processes", 0), "bench-grading": _bench("grading", 0),
+           "bench-latency": _bench("serve-latency", 0), "bench-page-weight": _bench("page-weight", 0)}
 
 
 def _texts(fig) -> list[str]:
