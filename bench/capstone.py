@@ -5,6 +5,7 @@
     .venv/bin/python bench/capstone.py --no-page        # skip executing the page
     .venv/bin/python bench/capstone.py --main-seeds --seeds 0 --no-page   # the two-process row (and seed 0's ablations)
     .venv/bin/python bench/capstone.py --offpolicy-lr-only              # the off-policy arms at lr and lr / 4
+    .venv/bin/python bench/capstone.py --no-page --no-offpolicy-lr      # the main runs, two processes, ablations
 
 Prints Markdown: the main run (SFT + GRPO) per seed with wall-clock and CPU seconds and os.getloadavg()
 beside each (one torch thread per process: on an idle machine wall = CPU); the rollout worker and the trainer in two
@@ -246,6 +247,8 @@ def main(argv: list[str] | None = None) -> None:
     args.add_argument("--no-processes", action="store_true", help="do not measure the two-process runs")
     args.add_argument("--offpolicy-lr-only", action="store_true",
                       help="only the off-policy arms at the page's learning rate and at a quarter of it")
+    args.add_argument("--no-offpolicy-lr", action="store_true",
+                      help="without the off-policy arms at the page's learning rate and at a quarter of it")
     opts = args.parse_args(argv)
     if opts.offpolicy_lr_only:
         offpolicy_learning_rate(tuple(opts.seeds))
@@ -258,7 +261,8 @@ def main(argv: list[str] | None = None) -> None:
     if not opts.no_processes:
         two_processes(NOTEBOOK_SEED)
     ablations(tuple(opts.seeds))
-    offpolicy_learning_rate(tuple(opts.seeds))
+    if not opts.no_offpolicy_lr:
+        offpolicy_learning_rate(tuple(opts.seeds))
     if not opts.no_page:
         page()
 

@@ -5,10 +5,10 @@
     record.save("run", data, since=moment)       # bench/results/run.json, overwritten by the next run
 
 A record is one JSON file per script or per section of a script (bench/results/<name>.json): `data` (the rows the
-script prints, as numbers, and its verdicts) inside an envelope that says when it ran, at which commit (and whether
-the checkout had edits outside bench/results), on what machine, with which Python and torch, under what load (the
-load average before and after) and by which command. A run writes only its own files and deletes nothing. The page
-(book/benchmarks.md) reads them through bench/report.py.
+script prints, as numbers, and its verdicts) inside an envelope that says when it ran, at which commit (and which
+files of the checkout differed from it when the run started, bench/results left out), on what machine, with which
+Python and torch, under what load (the load average before and after) and by which command. A run writes only its
+own files and deletes nothing. The page (book/benchmarks.md) reads them through bench/report.py.
 
 BENCH_RESULTS=<folder> writes the records there instead (the tests do, so a test never overwrites a committed record).
 """
@@ -96,15 +96,23 @@ def command(argv: list[str] | None = None) -> str:
     return shlex.join(["python", *argv])
 
 
+def checkout() -> tuple[str | None, list[str]]:
+    """The commit checked out and the paths that differ from it (edited, added, untracked; bench/results left out)."""
+    status = _git("status", "--porcelain", "--untracked-files=all", "--", ".", ":(exclude)bench/results")
+    return _git("rev-parse", "HEAD") or None, sorted(line[3:] for line in status.splitlines() if line.strip())
+
+
+CHECKOUT = checkout()   # at the process's start: the code this run imported (a commit made during a long run is not)
+
+
 def envelope(name: str, since: Moment, until: Moment | None = None, argv: list[str] | None = None) -> dict:
     end = until or now()
-    head = _git("rev-parse", "HEAD")
-    edits = _git("status", "--porcelain", "--", ".", ":(exclude)bench/results")
+    head, edited = CHECKOUT
     return {
         "schema": SCHEMA, "name": name, "command": command(argv),
         "started": dt.datetime.fromtimestamp(since.wall, dt.timezone.utc).isoformat(timespec="seconds"),
         "seconds": round(end.wall - since.wall, 1),
-        "commit": head or None, "edited": bool(edits),
+        "commit": head, "edited": edited,
         "machine": machine(), "python": platform.python_version(), "torch": _version("torch"),
         "load_before": list(since.load), "load_after": list(end.load),
     }

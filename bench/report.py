@@ -61,7 +61,9 @@ def provenance(rec: dict) -> str:
     """One paragraph: the command, the commit, when, the machine, the versions and the load, all from the record."""
     m = rec["machine"]
     commit = (rec["commit"] or "（不在 git 里）")[:7]
-    edited = "，工作区另有未提交的改动" if rec["edited"] else ""
+    edits = rec["edited"]   # the paths that differed from the commit (older records: only whether any did)
+    edited = ("" if not edits else "，工作区另有未提交的改动"
+              + (f"（{'、'.join(f'`{e}`' for e in edits)}）" if isinstance(edits, list) else ""))
     when = dt.datetime.fromisoformat(rec["started"]).astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     machine = " · ".join(x for x in (f"{m['system']} {m['kernel']}", m["cpu"], f"{m['cores']} 核",
                                       f"{m['memory_gb']:g} GB 内存" if m.get("memory_gb") else "",
@@ -167,6 +169,11 @@ def run_targets(d: dict) -> list[str]:
     if tensor:
         lines.append(f"批量的 loss mask 与 credit 对“Python 循环再转成张量”：{min(tensor):,.1f}× 到 {max(tensor):,.1f}×"
                      f"（目标 ≥ {t['batched_min']:g}×）：{met(min(tensor) >= t['batched_min'])}")
+    for key, what in (("lists", "对只返回列表的 Python 循环（不能直接替换：训练要的是张量）"),
+                      ("row_torch", "对逐行调用 torch")):
+        ratios = [r[d["baselines"][key]] for _, r in _run_groups(d) if d["baselines"][key] in r]
+        if ratios:
+            lines.append(f"批量的 loss mask 与 credit {what}：{min(ratios):,.1f}× 到 {max(ratios):,.1f}×（没有目标）")
     return lines
 
 
