@@ -233,7 +233,7 @@ def test_a_record_says_where_it_came_from_and_touches_nothing_else(tmp_path, mon
     assert (tmp_path / "other.json").read_text(encoding="utf-8") == "not ours"
     rec = json.loads(path.read_text(encoding="utf-8"))
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
-    assert rec["commit"] == head.strip() and isinstance(rec["edited"], bool)
+    assert rec["commit"] == head.strip() and rec["edited"] == record.checkout()[1]
     assert rec["name"] == "run" and rec["command"] == "python bench/run.py -x"
     assert rec["load_before"] == list(since.load) and len(rec["load_after"]) == 3
     assert rec["machine"]["cores"] and rec["python"] and rec["started"] and rec["seconds"] >= 0
