@@ -48,6 +48,7 @@ import record
 TARGET_TOTAL_S = 300          # 30 x 7 sandboxed, end to end
 TARGET_BASE_RATIO = 1.05      # a change may cost at most 5% against its base
 TARGET_SHARD_CPU_RATIO = 1.15  # N shards over Slurm: at most 15% more CPU seconds than one run
+CLASS_SIZE, NODE_CORES = 10_000, 32   # the class the capacity is scaled to, and the cores of one cluster node
 
 
 def _nodes(n: int) -> str:
@@ -209,10 +210,10 @@ def main() -> None:
                 + ", ".join(f"{s['cpu']:.0f}/{o['cpu']:.0f} = {r:.3f}" for (o, s), r in zip(pairs, ratios)) + ")")
             print(f"- {shard['label']}, CPU seconds / one run: {ratio:.3f}{each} (target <= {TARGET_SHARD_CPU_RATIO}): "
                   f"{'met' if ratio <= TARGET_SHARD_CPU_RATIO else 'NOT met'}")
-        hours = 10_000 * len(ASSIGNMENTS) * capacity / 3600
-        print(f"- a class of 10,000 students x {len(ASSIGNMENTS)} notebooks at that capacity: {hours:.0f} core-hours; "
-              f"for a one-hour turnaround, {hours:.0f} cores: {_nodes(math.ceil(hours / 32))} of 32 cores "
-              f"(--jobs 32), or {math.ceil(hours / 2)} of 2")
+        hours = CLASS_SIZE * len(ASSIGNMENTS) * capacity / 3600
+        print(f"- a class of {CLASS_SIZE:,} students x {len(ASSIGNMENTS)} notebooks at that capacity: {hours:.0f} "
+              f"core-hours; for a one-hour turnaround, {hours:.0f} cores: {_nodes(math.ceil(hours / NODE_CORES))} of "
+              f"{NODE_CORES} cores (--jobs {NODE_CORES}), or {math.ceil(hours / 2)} of 2")
         for one, sharded in pairs:
             print(f"- {sharded['label']} against {one['label']}: grades.csv byte for byte "
                   f"{_byte_for_byte(one['grades'], sharded['grades'])}")
@@ -222,6 +223,7 @@ def main() -> None:
             "students": args.students, "assignments": len(ASSIGNMENTS), "notebooks": notebooks, "jobs": args.jobs,
             "cores": os.cpu_count(), "targets": {"total_s": TARGET_TOTAL_S, "base_ratio": TARGET_BASE_RATIO,
                                                  "shard_cpu_ratio": TARGET_SHARD_CPU_RATIO},
+            "projection": {"students": CLASS_SIZE, "node_cores": NODE_CORES},
             "runs": [{"label": r["label"], "kind": r["kind"], "commit": r.get("commit"), "wall": r["wall"],
                       "cpu": None if r.get("cpu_partial") else r["cpu"], "grades": same[r["label"]]} for r in runs],
             "shard_pairs": [{"one_cpu": None if o.get("cpu_partial") else o["cpu"],

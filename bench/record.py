@@ -50,9 +50,10 @@ def results_dir() -> Path:
 
 
 def _git(*args: str) -> str:
+    """git's output in this checkout, its trailing newline removed ("" without git)."""
     try:
         out = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=True)
-        return out.stdout.strip()
+        return out.stdout.rstrip("\n")
     except (OSError, subprocess.CalledProcessError):
         return ""
 
@@ -99,7 +100,7 @@ def command(argv: list[str] | None = None) -> str:
 def checkout() -> tuple[str | None, list[str]]:
     """The commit checked out and the paths that differ from it (edited, added, untracked; bench/results left out)."""
     status = _git("status", "--porcelain", "--untracked-files=all", "--", ".", ":(exclude)bench/results")
-    return _git("rev-parse", "HEAD") or None, sorted(line[3:] for line in status.splitlines() if line.strip())
+    return _git("rev-parse", "HEAD") or None, sorted(line[3:] for line in status.splitlines() if line[3:].strip())
 
 
 CHECKOUT = checkout()   # at the process's start: the code this run imported (a commit made during a long run is not)

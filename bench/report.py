@@ -425,6 +425,15 @@ def grading_markdown(rec: dict) -> str:
             ratio = this["wall"] / r["wall"]
             bullets.append(f"这个提交 / 提交 {r['commit']}，墙钟：{ratio:.3f}（目标 ≤ {t['base_ratio']:g}）："
                            f"{met(ratio <= t['base_ratio'])}")
+    if d.get("projection"):
+        import math
+
+        proj = d["projection"]
+        hours = proj["students"] * d["assignments"] * this["wall"] * d["cores"] / d["notebooks"] / 3600
+        nodes = math.ceil(hours / proj["node_cores"])
+        bullets.append(f"按这个容量，{proj['students']:,} 名学生 × {d['assignments']} 份作业要 {hours:.0f} 核时："
+                       f"一小时评完要 {hours:.0f} 个核，即 {nodes} 台 {proj['node_cores']} 核的机器"
+                       f"（--jobs {proj['node_cores']}），或 {math.ceil(hours / 2)} 台双核的")
     pairs = [p for p in d["shard_pairs"] if p["one_cpu"] and p["shards_cpu"]]
     if d["shard_pairs"] and not pairs:
         bullets.append("分片的 CPU 代价：不知道（分片在作业级别运行，这台 cgroup v1 的机器上没有东西计它的沙箱的 CPU）")
@@ -473,9 +482,10 @@ def plot_grading(rec: dict):
 
 def levels_markdown(rec: dict) -> str:
     d = rec["data"]
-    rows = [[k["kernel"], lv["level"], f"{lv['cpu_per_notebook']:.2f}", f"{lv['ratio']:.3f}"]
+    rows = [[_kernel(k), lv["level"], f"{lv['cpu_per_notebook']:.2f}", f"{lv['ratio']:.3f}"]
             for k in d["kernels"] for lv in k["levels"]]
-    text = (f"同一班 {d['notebooks']} 份 `{d['assignment']}`，每一级评一遍（取 {d['repeat']} 次的中位数）。\n\n"
+    times = "评一遍" if d["repeat"] == 1 else f"轮流评 {d['repeat']} 遍，取中位数"
+    text = (f"同一班 {d['notebooks']} 份 `{d['assignment']}`，一次评 {d['jobs']} 份，每一级{times}。\n\n"
             + table(["内核", "隔离级别", "每份的 CPU 秒", "/ 同一内核上不加沙箱"], rows, ["", "", "r", "r"]))
     ratio = {(k["where"], lv["level"]): lv["ratio"] for k in d["kernels"] for lv in k["levels"]}
     v1, v2 = ratio.get(("this", "cgroup1")), ratio.get(("guest", "cgroup2"))
@@ -485,6 +495,12 @@ def levels_markdown(rec: dict) -> str:
     elif not d["guest"]:
         text += "\n\n- 这次没有跑 cgroup v2 的虚拟机（`--no-guest`，或这台机器上没有 qemu）：v2 对 v1 的比值这次没有。"
     return text
+
+
+def _kernel(k: dict) -> str:
+    """'本机（6.1.0, cgroup v1）' / '虚拟机（cgroup v2, qemu …）' from bench/levels.py's English kernel label."""
+    inside = k["kernel"].split("(", 1)[-1].rstrip(")") if "(" in k["kernel"] else k["kernel"]
+    return f"{'本机' if k['where'] == 'this' else '虚拟机'}（{inside}）"
 
 
 def sandbox_overhead_markdown(rec: dict) -> str:

@@ -108,6 +108,7 @@ SHAPED = {   # records whose data the scripts assemble inline: the same keys, ma
     "grading": {
         "students": 6, "assignments": 7, "notebooks": 42, "jobs": 2, "cores": 2,
         "targets": {"total_s": 300, "base_ratio": 1.05, "shard_cpu_ratio": 1.15},
+        "projection": {"students": 10000, "node_cores": 32},
         "runs": [{"label": "this commit, sandboxed", "kind": "this", "commit": None, "wall": 61.0, "cpu": 72.0,
                   "grades": "same"},
                  {"label": "commit b6bf7aa", "kind": "base", "commit": "b6bf7aa", "wall": 71.0, "cpu": None,
@@ -232,8 +233,10 @@ def test_a_record_says_where_it_came_from_and_touches_nothing_else(tmp_path, mon
     assert sorted(p.name for p in tmp_path.iterdir()) == ["other.json", "run.json"]
     assert (tmp_path / "other.json").read_text(encoding="utf-8") == "not ours"
     rec = json.loads(path.read_text(encoding="utf-8"))
-    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
-    assert rec["commit"] == head.strip() and rec["edited"] == record.checkout()[1]
+    git = lambda *args: subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True).stdout  # noqa: E731
+    changed = {*git("diff", "--name-only", "HEAD").split(), *git("ls-files", "--others", "--exclude-standard").split()}
+    assert rec["commit"] == git("rev-parse", "HEAD").strip()
+    assert rec["edited"] == sorted(p for p in changed if not p.startswith("bench/results/"))
     assert rec["name"] == "run" and rec["command"] == "python bench/run.py -x"
     assert rec["load_before"] == list(since.load) and len(rec["load_after"]) == 3
     assert rec["machine"]["cores"] and rec["python"] and rec["started"] and rec["seconds"] >= 0
