@@ -126,21 +126,58 @@ def _run_groups(data: dict) -> list[tuple[str, dict[str, float]]]:
     return list(groups.items())
 
 
+def _case(r: dict) -> str:
+    """The input of a row of bench/run.py, without what its table's title says."""
+    return (r["case"].removeprefix("degenerate ").replace("200 KB degenerate: ", "200 KB 退化输入：")
+            .replace(" (per call)", "（每次调用）").replace(" (per trajectory)", "（每条轨迹）"))
+
+
 def run_markdown(rec: dict) -> str:
     d = rec["data"]
-    rows = [[r["benchmark"], r["case"], duration(r["ours_s"]), r["baseline"], duration(r["baseline_s"]),
-             f"{r['baseline_s'] / r['ours_s']:,.1f}×"] for r in d["rows"]]
+    rows = d["rows"]
     parts = [f"{d['torch_threads']} 个 torch 线程；时间是测量线程自己的 CPU 时间，本课实现取 {d['best_of']} 次里最好的"
-             "一次，很慢的对照（种子页的正则在长输入上、math-verify）只量一次。",
-             table(["基准", "输入", "本课实现", "对照", "对照用时", "对照 / 本课"], rows, ["", "", "r", "", "r", "r"])]
+             "一次，很慢的对照（种子页的正则在长输入上、math-verify）只量一次。"]
+    for benchmark, title, baseline in (("format_reward", "格式奖励对种子页的回溯正则", "种子页的正则"),
+                                       ("accuracy_reward", "accuracy_reward 对 math-verify", "math-verify")):
+        mine = [r for r in rows if r["benchmark"] == benchmark]
+        if mine:
+            parts += [f"**{title}**", table(["输入", "本课实现", baseline, "倍数"],
+                                            [[_case(r), duration(r["ours_s"]), duration(r["baseline_s"]),
+                                              f"{r['baseline_s'] / r['ours_s']:,.1f}×"] for r in mine],
+                                            ["", "r", "r", "r"])]
+    batched: dict[str, dict] = {}
+    for r in rows:
+        if r["benchmark"].startswith(("loss mask", "credit")):
+            what = r["benchmark"] + (("（spans）" if "spans" in r["case"] else "（role ids）")
+                                     if r["benchmark"] == "loss mask" else "")
+            batched.setdefault(what, {"ours": r["ours_s"], "size": ", ".join(r["case"].split(", ")[:2])})
+            batched[what][r["baseline"]] = r["baseline_s"]
+    if batched:
+        names = [d["baselines"][k] for k in ("tensor", "lists", "row_torch")]
+        cells = [[what, duration(b["ours"]), *(f"{duration(b[n])}（{b[n] / b['ours']:,.1f}×）" if n in b else "—"
+                                                for n in names)] for what, b in batched.items()]
+        size = next(iter(batched.values()))["size"]
+        parts += [f"**批量的 loss mask 与 credit 对逐条样本的循环**（{size}；括号里是对照用时 / 批量用时）",
+                  table(["函数", "批量", "Python 循环再转张量", "Python 循环，只有列表", "逐行调用 torch"], cells,
+                        ["", "r", "r", "r", "r"])]
+    buffer = [r for r in rows if r["benchmark"] == "rollout buffer"]
+    if buffer:
+        parts += ["**rollout buffer 对 asyncio.Queue**",
+                  table(["输入", "本课的 buffer", "asyncio.Queue", "倍数"],
+                        [[_case(r), duration(r["ours_s"]), duration(r["baseline_s"]),
+                          f"{r['baseline_s'] / r['ours_s']:,.1f}×"] for r in buffer], ["", "r", "r", "r"])]
     version = {"math-verify": f" {d['math_verify']}" if d.get("math_verify") else ""}
     vrows = [[v["verifier"] + version.get(v["verifier"], ""), f"{v['agree']}/{v['rows']}", str(v["false_negatives"]),
               str(v["false_positives"]), duration(v["mean_seconds"])] for v in d["verifiers"]]
     parts += ["**答案写法表上的判定**（人工判定为准）",
               table(["验证器", "与人工一致", "漏判", "误判", "平均每次"], vrows, ["", "r", "r", "r", "r"])]
     if d["math_verify_differs"]:
-        parts.append("math-verify 与人工判定不同的写法：" + "；".join(
-            f"`{x['completion']!r}` 对 `{x['gold']}`（{x['note']}）" for x in d["math_verify_differs"]))
+        from agentrl_ref.teaching.ex2_verifiable_reward.verifier_table import NOTE_ZH  # as exercise 2 says them
+
+        differs = table(["写法", "标准答案", "说明"],
+                        [[f"`{x['completion'].replace(chr(10), ' ⏎ ')}`", f"`{x['gold']}`",
+                          NOTE_ZH.get(x["note"], x["note"])] for x in d["math_verify_differs"]], ["", "", ""])
+        parts.append(f"<details>\n<summary>math-verify 与人工判定不同的写法</summary>\n\n{differs}\n\n</details>")
     parts.append("**目标**\n\n" + "\n".join(f"- {line}" for line in run_targets(d)))
     return "\n\n".join(parts)
 
@@ -588,11 +625,12 @@ def page_weight_markdown(rec: dict) -> str:
     rows = []
     for p in d["pages"]:
         total = sum(p[k] for k in kinds)
-        rows.append([p["page"], *(f"{p[k] / 1024:.0f}" for k in kinds), f"{total / 1024:.0f}",
+        rows.append([Path(p["page"]).stem, *(f"{p[k] / 1024:.0f}" for k in kinds), f"{total / 1024:.0f}",
                      f"{(total + d['theme_fontawesome_bytes']) / total:.2f}×"])
     totals = [sum(p[k] for k in kinds) for p in d["pages"]]
     return "\n\n".join([
-        table(["页面", *(KIND_ZH.get(k, k) for k in kinds), "合计 KB", "加上主题的 fontawesome.js"], rows,
+        "每一页冷启动下载的 KB，按类型分；最后一列：加上主题自带的 fontawesome.js 会是现在的几倍。",
+        table(["页面", *(KIND_ZH.get(k, k) for k in kinds), "合计", "加 fa.js"], rows,
               ["", *["r"] * (len(kinds) + 2)]),
         f"- 冷启动打开一页的中位数：{statistics.median(totals) / 1024:.0f} KB；主题自带的 fontawesome.js（本站不加载）"
         f"会给每一页加 {d['theme_fontawesome_bytes'] / 1024:.0f} KB"])
