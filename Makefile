@@ -122,6 +122,9 @@ COURSE ?= hub-course
 release: venv
 	$(PY) -m grader release $(if $(EXCHANGE),--exchange "$(EXCHANGE)" --course "$(COURSE)")
 
+# Every bench script prints its tables and writes them as records, bench/results/<name>.json (bench/record.py: the
+# numbers plus command, commit, machine and load); book/benchmarks.md draws its tables and figures from them at every
+# build. Commit the records a run changed to update that page.
 # With BASE=<commit>, also the capstone engine of this commit against BASE's, side by side (bench/versus.py).
 bench: venv
 	$(PY) bench/run.py

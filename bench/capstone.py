@@ -5,6 +5,7 @@
     .venv/bin/python bench/capstone.py --no-page        # skip executing the page
     .venv/bin/python bench/capstone.py --main-seeds --seeds 0 --no-page   # the two-process row (and seed 0's ablations)
     .venv/bin/python bench/capstone.py --offpolicy-lr-only              # the off-policy arms at lr and lr / 4
+    .venv/bin/python bench/capstone.py --no-page --no-offpolicy-lr      # the main runs, two processes, ablations
 
 Prints Markdown: the main run (SFT + GRPO) per seed with wall-clock and CPU seconds and os.getloadavg()
 beside each (one torch thread per process: on an idle machine wall = CPU); the rollout worker and the trainer in two
@@ -13,7 +14,9 @@ ceiling (t_gen + t_train) / max(t_gen, t_train), and that of the run's steps); t
 verdicts and cliff table as the page, for the seeds given (the page runs arms.PAGE_SEEDS); the
 figures as PNG files; and the page itself executed as the book build executes it, with the CPU seconds of
 its kernel and worker processes. Nothing is asserted and nothing is hard-coded: numbers depend on the
-machine and on what else runs on it.
+machine and on what else runs on it. Each section it runs is also written as a record (bench/record.py), which the
+book's benchmarks page draws: bench/results/capstone-main.json, capstone-processes.json, capstone-ablations.json,
+capstone-offpolicy-lr.json and capstone-page.json.
 """
 from __future__ import annotations
 
@@ -28,9 +31,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import record  # noqa: E402  (bench/record.py: this script's folder is sys.path[0])
 import torch  # noqa: E402
 
-from agentrl_ref.agent import ABLATIONS, EXTRA_SEEDS, NOTEBOOK_SEED, PAGE_SEEDS, run_ablations, run_sft, train  # noqa: E402
+from agentrl_ref.agent import (  # noqa: E402
+    ABLATION_SPECS, ABLATIONS, EXTRA_SEEDS, NOTEBOOK_SEED, PAGE_SEEDS, run_ablations, run_sft, train,
+)
 from agentrl_ref.teaching.ex7_agent_grpo import (  # noqa: E402
     ABLATION_ZH, cliff_table, comparison_verdicts, fmt, seed_table,
 )
@@ -40,6 +46,7 @@ FIGURES = ROOT / "_build" / "bench"
 PAGE = ROOT / "book" / "ex7_agent_grpo.ipynb"
 BENCH_SEEDS = tuple(range(6))
 ASYNC_TARGET = 1.3  # issue 19: throughput with max_staleness >= 1 over the synchronous run, two processes
+PAGE_TARGET_S = 120  # the page executed on 2 idle cores (book/guide_maintainers.md)
 
 
 def load() -> str:
@@ -64,8 +71,24 @@ ALIGN = ["r", "r", "r", "r", "r", "r", "r", "r", "r", ""]
 
 
 def main_runs(seeds) -> None:
+    since = record.now()
     print("#### Main run (SFT 400 steps + GRPO 40 steps, held-out evaluation on 512 problems)\n")
-    print(markdown_table(HEADER, [run_row(train(seed)) for seed in seeds], ALIGN))
+    rows, data = [], []
+    for seed in seeds:
+        run = train(seed)
+        rows.append(run_row(run))
+        data.append(main_run_data(run))
+    print(markdown_table(HEADER, rows, ALIGN))
+    record.save("capstone-main", {"page_seeds": list(PAGE_SEEDS), "runs": data}, since=since)
+
+
+def main_run_data(run) -> dict:
+    """One row of the main-run table, as numbers (the load average when the run ended)."""
+    evals = {f"{when}_{mode}": {"accuracy": getattr(run, when)[mode].accuracy,
+                                "tool_rate": getattr(run, when)[mode].tool_rate}
+             for when in ("before", "after") for mode in ("sampled", "greedy")}
+    return {"seed": run.seed, "seconds": dict(run.seconds), "cpu_seconds": dict(run.cpu_seconds),
+            "sft_copy_rate": run.sft_copy_rate, "load_after": list(os.getloadavg()), **evals}
 
 
 def two_processes(seed: int) -> None:
@@ -73,6 +96,7 @@ def two_processes(seed: int) -> None:
     from agentrl_ref.agent import THROUGHPUT_GRPO, measure_throughput, measure_weight_transfer
 
     run = run_sft(seed, greedy=False)
+    since = record.now()
     before = load()
     real = measure_throughput(run)
     sync = real.sync
@@ -100,6 +124,16 @@ def two_processes(seed: int) -> None:
     print(f"\nTarget: some max_staleness >= 1 at least {ASYNC_TARGET}x the synchronous run's throughput on 2 idle "
           f"cores: {real.ratio(best):.2f}x at max_staleness={best} (ceiling {real.bound:.2f}x): "
           f"{'met' if real.ratio(best) >= ASYNC_TARGET else 'not met'} at load average {before} before the runs.")
+    record.save("capstone-processes", {
+        "seed": seed, "steps": THROUGHPUT_GRPO.steps, "batch_size": THROUGHPUT_GRPO.batch_size,
+        "target": ASYNC_TARGET, "bound": real.bound, "bound_steps": real.bound_steps(),
+        "t_gen": sync.generate_seconds, "t_train": sync.train_seconds,
+        "runs": [{"max_staleness": ms, "seconds": r.seconds, "step_seconds": r.step_seconds,
+                  "throughput": r.throughput, "ratio": real.ratio(ms), "mean_staleness": r.mean_staleness,
+                  "trainer_idle": r.trainer_idle, "load_after": list(r.loadavg)}
+                 for ms, r in sorted(real.results.items())],
+        "transfer": {"bytes": transfer["bytes"], "cpu": dict(cpu), "wall": dict(wall)},
+    }, since=since)
 
 
 def ablations(seeds) -> None:
@@ -110,6 +144,7 @@ def ablations(seeds) -> None:
 
     from agentrl_ref.teaching.ex7_agent_grpo import plot_cliff, plot_differences, plot_versions
 
+    since = record.now()
     print(f"\n#### Ablations on seeds {', '.join(map(str, seeds))} (each arm: the seed's own SFT, "
           f"then the same short GRPO; load average before: {load()})\n")
     run = run_sft(seeds[0])
@@ -132,6 +167,21 @@ def ablations(seeds) -> None:
         fig.savefig(path)
         plt.close(fig)
         print(f"figure: {path.relative_to(ROOT)}")
+    record.save("capstone-ablations", {**ablation_data(abl, ABLATIONS), "cliff_table": cliff_table(abl)}, since=since)
+
+
+def ablation_data(abl, names) -> dict:
+    """Every comparison of the ablations `names` as per-seed numbers (arm A's and B's means, the SE of B - A): what
+    bench/report.py needs to draw the page's tables, verdicts and difference plot with the course's own functions."""
+    return {
+        "seeds": list(abl.seeds), "arm_runs": len(abl.runs), "processes": abl.processes,
+        "wall_seconds": abl.wall_seconds, "cpu_seconds": abl.cpu_seconds, "busiest_seconds": abl.idle_seconds,
+        "ablations": {name: [{"metric": metric, "a": a, "b": b,
+                              "seeds": [{"seed": d.seed, "a": d.a, "b": d.b, "se": d.se}
+                                        for d in abl.compare(a, b, metric)]}
+                             for metric, a, b in ABLATION_SPECS[name].comparisons]
+                      for name in names},
+    }
 
 
 def offpolicy_learning_rate(seeds) -> None:
@@ -142,6 +192,7 @@ def offpolicy_learning_rate(seeds) -> None:
     stop losing at the smaller one."""
     from agentrl_ref.teaching.ex7_agent_grpo import decoupled_check, offpolicy_details
 
+    since = record.now()
     print(f"\n#### Off-policy arms at the page's learning rate and at a quarter of it, seeds "
           f"{', '.join(map(str, seeds))} (load average before: {load()})\n")
     run = run_sft(seeds[0])
@@ -156,6 +207,10 @@ def offpolicy_learning_rate(seeds) -> None:
     print(offpolicy_details(abl) + "\n")
     for arm in ("stale_decoupled", "stale_decoupled_slow"):
         print(f"- {decoupled_check(abl, arm)}")
+    record.save("capstone-offpolicy-lr", {
+        **ablation_data(abl, ("offpolicy", "offpolicy_slow")), "details": offpolicy_details(abl),
+        "decoupled_checks": [decoupled_check(abl, arm) for arm in ("stale_decoupled", "stale_decoupled_slow")],
+    }, since=since)
 
 
 def page() -> None:
@@ -164,6 +219,7 @@ def page() -> None:
     from nbclient import NotebookClient
 
     nb = nbformat.read(PAGE, as_version=4)
+    since = record.now()
     before_load = load()
     children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
@@ -174,11 +230,13 @@ def page() -> None:
     texts = [out.get("text", "") + out.get("data", {}).get("text/markdown", "")
              for cell in nb.cells if cell.cell_type == "code" for out in cell.get("outputs", [])]
     budget = [line for text in texts for line in text.splitlines() if "本页执行" in line]
-    print("\n#### The page, executed as the book build executes it (target: <= 120 s on 2 idle cores)\n")
+    print(f"\n#### The page, executed as the book build executes it (target: <= {PAGE_TARGET_S} s on 2 idle cores)\n")
     print(markdown_table(["wall clock", "CPU (kernel + workers, user + system)", "load avg before", "load avg after"],
                          [[f"{wall:.1f} s", f"{cpu:.1f} s", before_load, load()]], ["r", "r", "", ""]))
     for line in budget:
         print(f"\nthe page's own account: {line.strip()}")
+    record.save("capstone-page", {"wall_seconds": wall, "cpu_seconds": cpu, "target_seconds": PAGE_TARGET_S,
+                                  "page_account": [line.strip() for line in budget]}, since=since)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -189,6 +247,8 @@ def main(argv: list[str] | None = None) -> None:
     args.add_argument("--no-processes", action="store_true", help="do not measure the two-process runs")
     args.add_argument("--offpolicy-lr-only", action="store_true",
                       help="only the off-policy arms at the page's learning rate and at a quarter of it")
+    args.add_argument("--no-offpolicy-lr", action="store_true",
+                      help="without the off-policy arms at the page's learning rate and at a quarter of it")
     opts = args.parse_args(argv)
     if opts.offpolicy_lr_only:
         offpolicy_learning_rate(tuple(opts.seeds))
@@ -201,7 +261,8 @@ def main(argv: list[str] | None = None) -> None:
     if not opts.no_processes:
         two_processes(NOTEBOOK_SEED)
     ablations(tuple(opts.seeds))
-    offpolicy_learning_rate(tuple(opts.seeds))
+    if not opts.no_offpolicy_lr:
+        offpolicy_learning_rate(tuple(opts.seeds))
     if not opts.no_page:
         page()
 

@@ -15,7 +15,9 @@ untouched release or a realistic wrong answer (tests/class_builder.py). It is gr
 
 Every way must give the same grades.csv; the shards' is compared byte for byte with the one-machine run's.
 CPU seconds are the grader's own (all its threads) plus every sandbox's (cgroup cpuacct), so `core-seconds
-per notebook` is what sizes a cluster.
+per notebook` is what sizes a cluster. The table is also written as a record, bench/results/grading.json
+(bench/record.py), which the book's benchmarks page draws. --shards 0 leaves Slurm out (it starts a cluster on
+this machine).
 """
 from __future__ import annotations
 
@@ -41,9 +43,12 @@ from grader.grade.pipeline import grade
 from postgres_server import local_postgres
 from worktree import worktree
 
+import record
+
 TARGET_TOTAL_S = 300          # 30 x 7 sandboxed, end to end
 TARGET_BASE_RATIO = 1.05      # a change may cost at most 5% against its base
 TARGET_SHARD_CPU_RATIO = 1.15  # N shards over Slurm: at most 15% more CPU seconds than one run
+CLASS_SIZE, NODE_CORES = 10_000, 32   # the class the capacity is scaled to, and the cores of one cluster node
 
 
 def _nodes(n: int) -> str:
@@ -59,8 +64,8 @@ def _this(label: str, root: Path, out: Path, **kwargs) -> dict:
     partial = kwargs.get("isolation", "auto") == "none" or timings["kernel_cpu"] is None
     timings["cpu"] = timings["grader_cpu"] + (timings["kernel_cpu"] or 0.0)
     print(f"  {label}: {timings['total']:.0f} s, {timings['cpu']:.0f} CPU-s", file=sys.stderr)
-    return {"label": label, "wall": timings["total"], "cpu": timings["cpu"], "grades": out / "grades.csv",
-            "cpu_partial": partial}
+    return {"label": label, "kind": "unsandboxed" if kwargs.get("isolation") == "none" else "this",
+            "wall": timings["total"], "cpu": timings["cpu"], "grades": out / "grades.csv", "cpu_partial": partial}
 
 
 def _base(rev: str, root: Path, out: Path, jobs: int, tmp: Path) -> dict:
@@ -80,8 +85,8 @@ def _base(rev: str, root: Path, out: Path, jobs: int, tmp: Path) -> dict:
     print(f"  {rev}: {wall:.0f} s", file=sys.stderr)
     changed = {a for a in ASSIGNMENTS if subprocess.run(
         ["git", "-C", str(ROOT), "diff", "--quiet", rev, "HEAD", "--", f"grader/source/{a}"]).returncode != 0}
-    return {"label": f"commit {rev}", "wall": wall, "cpu": cpu, "grades": out / "grades.csv", "cpu_partial": True,
-            "changed": changed}
+    return {"label": f"commit {rev}", "kind": "base", "commit": rev, "wall": wall, "cpu": cpu,
+            "grades": out / "grades.csv", "cpu_partial": True, "changed": changed}
 
 
 def _rows(path: Path) -> dict:
@@ -134,8 +139,9 @@ def _slurm(shards: int, root: Path, out: Path, tmp: Path) -> dict:
         cpu += shard["timings"]["grader_cpu"] + (shard["timings"]["kernel_cpu"] or 0.0)
     print(f"  {shards} Slurm shards (jobs {list(ids)}, levels {sorted(levels)}): {wall:.0f} s, {cpu:.0f} CPU-s"
           + (" (the sandboxes' CPU not counted at the job level here)" if partial else ""), file=sys.stderr)
-    return {"label": f"{shards} shards on Slurm (1 core each, {'/'.join(sorted(levels))}) + report", "wall": wall,
-            "cpu": cpu, "grades": out / "grades.csv", "cpu_note": "shards only", "cpu_partial": partial}
+    return {"label": f"{shards} shards on Slurm (1 core each, {'/'.join(sorted(levels))}) + report", "kind": "shards",
+            "shards": shards, "levels": sorted(levels), "wall": wall, "cpu": cpu, "grades": out / "grades.csv",
+            "cpu_note": "shards only", "cpu_partial": partial}
 
 
 def main() -> None:
@@ -157,6 +163,7 @@ def main() -> None:
         notebooks = args.students * len(ASSIGNMENTS)
         print(f"grading {notebooks} notebooks, every way ...", file=sys.stderr)
         load = os.getloadavg()
+        since = record.now()
         runs = [_this("this commit, sandboxed", root, tmp / "this", jobs=args.jobs)]
         runs += [_base(rev, root, tmp / f"out-{rev}", args.jobs, tmp) for rev in args.base]
         if not args.no_unsandboxed:
@@ -203,15 +210,26 @@ def main() -> None:
                 + ", ".join(f"{s['cpu']:.0f}/{o['cpu']:.0f} = {r:.3f}" for (o, s), r in zip(pairs, ratios)) + ")")
             print(f"- {shard['label']}, CPU seconds / one run: {ratio:.3f}{each} (target <= {TARGET_SHARD_CPU_RATIO}): "
                   f"{'met' if ratio <= TARGET_SHARD_CPU_RATIO else 'NOT met'}")
-        hours = 10_000 * len(ASSIGNMENTS) * capacity / 3600
-        print(f"- a class of 10,000 students x {len(ASSIGNMENTS)} notebooks at that capacity: {hours:.0f} core-hours; "
-              f"for a one-hour turnaround, {hours:.0f} cores: {_nodes(math.ceil(hours / 32))} of 32 cores "
-              f"(--jobs 32), or {math.ceil(hours / 2)} of 2")
+        hours = CLASS_SIZE * len(ASSIGNMENTS) * capacity / 3600
+        print(f"- a class of {CLASS_SIZE:,} students x {len(ASSIGNMENTS)} notebooks at that capacity: {hours:.0f} "
+              f"core-hours; for a one-hour turnaround, {hours:.0f} cores: {_nodes(math.ceil(hours / NODE_CORES))} of "
+              f"{NODE_CORES} cores (--jobs {NODE_CORES}), or {math.ceil(hours / 2)} of 2")
         for one, sharded in pairs:
             print(f"- {sharded['label']} against {one['label']}: grades.csv byte for byte "
                   f"{_byte_for_byte(one['grades'], sharded['grades'])}")
         print(f"- the same grades.csv every way (where the tests are the same): "
               f"{not any(v.startswith('DIFFERENT') for v in same.values())}")
+        record.save("grading", {
+            "students": args.students, "assignments": len(ASSIGNMENTS), "notebooks": notebooks, "jobs": args.jobs,
+            "cores": os.cpu_count(), "targets": {"total_s": TARGET_TOTAL_S, "base_ratio": TARGET_BASE_RATIO,
+                                                 "shard_cpu_ratio": TARGET_SHARD_CPU_RATIO},
+            "projection": {"students": CLASS_SIZE, "node_cores": NODE_CORES},
+            "runs": [{"label": r["label"], "kind": r["kind"], "commit": r.get("commit"), "wall": r["wall"],
+                      "cpu": None if r.get("cpu_partial") else r["cpu"], "grades": same[r["label"]]} for r in runs],
+            "shard_pairs": [{"one_cpu": None if o.get("cpu_partial") else o["cpu"],
+                             "shards_cpu": None if s.get("cpu_partial") else s["cpu"],
+                             "grades_byte_for_byte": _byte_for_byte(o["grades"], s["grades"])} for o, s in pairs],
+        }, since=since)
 
 
 if __name__ == "__main__":

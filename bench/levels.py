@@ -11,7 +11,7 @@ machine is otherwise idle), per notebook; the sandbox's own cost is that against
 kernel. The guest's CPU seconds are the
 guest kernel's (software emulation makes them ~30 times longer: only ratios compare across kernels). The
 target: the cgroup v2 level's ratio, as a normal user with a delegated subtree, within 10% of this
-machine's cgroup v1 ratio.
+machine's cgroup v1 ratio. The table is also written as a record, bench/results/levels.json (bench/record.py).
 """
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 import guest
+import record
 from class_builder import write_class
 
 from grader.sandbox import probe
@@ -108,6 +109,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--no-guest", action="store_true")
     args = parser.parse_args()
+    since = record.now()
     best = probe().best
     levels = list(dict.fromkeys([best, "job", "none"]))
     with tempfile.TemporaryDirectory() as tmp:
@@ -130,14 +132,16 @@ def main() -> None:
           f"(the job level: one at a time), median of {args.repeat}\n")
     print("| kernel | level | CPU s / notebook | / unsandboxed on the same kernel |")
     print("|---|---|---:|---:|")
-    ratios = {}
+    ratios, kernels = {}, []
     for kernel, runs in ((f"this machine ({os.uname().release}, cgroup {'v2' if best == 'cgroup2' else 'v1'})", here),
                          ("guest (cgroup v2, qemu software emulation; a normal user with a delegated subtree)", there)):
         if not runs:
             continue
+        kernels.append({"kernel": kernel, "where": kernel.split()[0], "levels": []})
         for level in [lv for lv in runs if lv != "none"] + ["none"]:
             ratio = cpu(runs[level]) / cpu(runs["none"])
             ratios[(kernel.split()[0], level)] = ratio
+            kernels[-1]["levels"].append({"level": level, "cpu_per_notebook": cpu(runs[level]), "ratio": ratio})
             print(f"| {kernel} | {level} | {cpu(runs[level]):.2f} | {ratio:.3f} |")
     v1 = ratios.get(("this", "cgroup1"))
     v2 = ratios.get(("guest", "cgroup2"))
@@ -147,6 +151,8 @@ def main() -> None:
               f"{'met' if v2 / v1 <= TARGET else 'NOT met'}")
     elif not there:
         print("\n- no cgroup v2 guest here (tests/guest.py: make deps installs qemu and a kernel)")
+    record.save("levels", {"assignment": A, "notebooks": n, "jobs": args.jobs, "repeat": args.repeat,
+                           "guest": bool(there), "target": TARGET, "kernels": kernels}, since=since)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@ Each page is loaded in a fresh browser context (no cache), over a local server; 
 counted by its resource type (script, stylesheet, font, image, other) and MathJax's bundle apart. The last
 column is what the theme's own fontawesome.js (still in _static/scripts/, no longer loaded: the templates'
 webpack-macros.html) would add to that page, as a ratio from the same run. Not a test: a printout to read
-beside a change to the site's assets (book/_ext/).
+beside a change to the site's assets (book/_ext/), also written as a record, bench/results/page-weight.json
+(bench/record.py), which the book's benchmarks page draws.
 """
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ import threading
 from collections import Counter
 from functools import partial
 from pathlib import Path
+
+import record
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
@@ -48,6 +51,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--site", type=Path, default=ROOT / "_build" / "html")
     args = parser.parse_args()
+    since = record.now()
     from playwright.sync_api import sync_playwright
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), partial(_Quiet, directory=str(args.site)))
@@ -58,7 +62,7 @@ def main() -> None:
     pages = sorted(p.relative_to(args.site).as_posix() for p in (args.site / "book").glob("*.html"))
     kinds = ("script", "stylesheet", "font", "image", "mathjax", "other")
     print(f"{'page':34}" + "".join(f"{k:>11}" for k in kinds) + f"{'total KB':>10}{'+ theme fa.js':>15}")
-    totals = []
+    totals, weighed = [], []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
         for path in pages:
@@ -67,12 +71,15 @@ def main() -> None:
             context.close()
             total = sum(sizes.values())
             totals.append(total)
+            weighed.append({"page": path, **{kind: sizes[kind] for kind in kinds}})
             print(f"{path:34}" + "".join(f"{sizes[k] / 1024:>11.0f}" for k in kinds)
                   + f"{total / 1024:>10.0f}{(total + extra) / total:>14.2f}x")
         browser.close()
     server.shutdown()
     print(f"median page {sorted(totals)[len(totals) // 2] / 1024:.0f} KB cold; the theme's fontawesome.js would add "
           f"{extra / 1024:.0f} KB to every page")
+    record.save("page-weight", {"kinds": list(kinds), "theme_fontawesome_bytes": extra, "pages": weighed},
+                since=since)
 
 
 if __name__ == "__main__":

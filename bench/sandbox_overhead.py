@@ -2,6 +2,8 @@
 alternately, `--rounds` times; medians of kernel start + execute, and of the same with shutdown.
 
     .venv/bin/python bench/sandbox_overhead.py [--rounds 5]
+
+The medians are also written as a record, bench/results/sandbox-overhead.json (bench/record.py).
 """
 from __future__ import annotations
 
@@ -21,9 +23,12 @@ from nbclient import NotebookClient
 
 from grader.sandbox import Sandbox, check_available
 
+import record
+
 
 def compare(rounds: int) -> int:
     check_available()
+    since = record.now()
     base = Path(tempfile.mkdtemp(prefix="sandbox-selftest-"))
     try:
         pkg = base / "pkg" / "agentrl_ref"
@@ -38,7 +43,8 @@ def compare(rounds: int) -> int:
         sandbox = Sandbox(base / "pkg")
         with sandbox.session(work):
             pass
-        print(f"one-off set-up (font cache, first session): {time.perf_counter() - t0:.2f} s")
+        setup = time.perf_counter() - t0
+        print(f"one-off set-up (font cache, first session): {setup:.2f} s")
 
         plain_conn = base / "plain-conn"
         plain_conn.mkdir(mode=0o700)
@@ -76,6 +82,10 @@ def compare(rounds: int) -> int:
               f"   overhead {med(sandboxed, 0) - med(plain, 0):+.3f} s")
         print(f"  ... + kernel shutdown  plain {med(plain, 1):.3f} s   sandboxed {med(sandboxed, 1):.3f} s"
               f"   overhead {med(sandboxed, 1) - med(plain, 1):+.3f} s")
+        record.save("sandbox-overhead", {
+            "rounds": rounds, "setup_seconds": setup,
+            "plain": {"execute": med(plain, 0), "with_shutdown": med(plain, 1)},
+            "sandboxed": {"execute": med(sandboxed, 0), "with_shutdown": med(sandboxed, 1)}}, since=since)
         return 0
     finally:
         shutil.rmtree(base, ignore_errors=True)

@@ -17,7 +17,9 @@ Prints p50 and p95 of each and the time from the first submission of the burst t
 the targets (exercise 1, 2 cores: idle p50 <= 15 s, p95 <= 30 s; a burst of 60 in a minute all graded
 within 3 minutes). Then the same --idle hand-ins on one more service, quiet and with junk beside them:
 --junk empty, well-named folders of made-up students in inbound and --pending rows of other students
-waiting out their rate limit, side by side (target: with the junk within 1.5x of quiet, p50).
+waiting out their rate limit, side by side (target: with the junk within 1.5x of quiet, p50). Both are also
+written as records (bench/record.py), bench/results/serve-latency.json and serve-junk.json, which the book's
+benchmarks page draws.
 """
 from __future__ import annotations
 
@@ -38,6 +40,8 @@ from grader.course import COURSE_ID
 from grader.serve.deliver import feedback_name
 from grader.serve.queue import TABLE
 from postgres_server import local_postgres
+
+import record
 
 TARGET_IDLE_P50, TARGET_IDLE_P95, TARGET_BURST_ALL = 15.0, 30.0, 180.0
 TARGET_JUNK_RATIO = 1.5   # an honest hand-in with 100,000 junk folders and 20,000 pending rows, against quiet
@@ -146,12 +150,14 @@ def main() -> None:
     parser.add_argument("--junk", type=int, default=100_000, help="junk folders in inbound (0: no junk run)")
     parser.add_argument("--pending", type=int, default=20_000, help="pending rows of other students beside them")
     args = parser.parse_args()
+    since = record.now()
     load = os.getloadavg()
     rows = []
     with local_postgres() as db_url, tempfile.TemporaryDirectory(prefix="serve-bench-") as tmp:
         for jobs in args.jobs:
             rows.append(run(jobs, args.idle, args.burst, args.over, Path(tmp), db_url))
             print(f"  jobs {jobs}: done", file=sys.stderr)
+        junk_since = record.now()   # also when the --jobs runs ended
         junk = run_junk(args.idle, args.junk, args.pending, Path(tmp), db_url) if args.junk else None
     if rows:
         print(f"#### Graded on arrival: submit -> feedback, exercise 1 ({os.cpu_count()} cores; {args.idle} idle "
@@ -168,6 +174,12 @@ def main() -> None:
         print(f"Targets: idle p50 <= {TARGET_IDLE_P50:.0f} s, p95 <= {TARGET_IDLE_P95:.0f} s; the burst all graded "
               f"within {TARGET_BURST_ALL:.0f} s. Best: idle p50 {min(r['idle'][0] for r in rows):.1f} s, p95 "
               f"{min(r['idle'][1] for r in rows):.1f} s; burst {best['burst_all']:.0f} s (--jobs {best['jobs']}).")
+        record.save("serve-latency", {
+            "idle": args.idle, "burst": args.burst, "over_s": args.over, "cores": os.cpu_count(),
+            "targets": {"idle_p50_s": TARGET_IDLE_P50, "idle_p95_s": TARGET_IDLE_P95, "burst_all_s": TARGET_BURST_ALL},
+            "services": [{"jobs": r["jobs"], "idle_p50": r["idle"][0], "idle_p95": r["idle"][1],
+                          "burst_p50": r["burst"][0], "burst_p95": r["burst"][1], "burst_all": r["burst_all"]}
+                         for r in rows]}, since=since, until=junk_since)
     if junk:
         ratio = junk["loaded"][0] / junk["quiet"][0]
         print()
@@ -185,6 +197,11 @@ def main() -> None:
               f"{'met' if ratio <= TARGET_JUNK_RATIO else 'NOT met'}. The service's last status line:")
         print()
         print(f"    {junk['status'].split('] ', 1)[-1]}")
+        record.save("serve-junk", {
+            "idle": args.idle, "junk_folders": args.junk, "pending_rows": args.pending, "made_s": junk["made_s"],
+            "target_ratio": TARGET_JUNK_RATIO, "quiet_p50": junk["quiet"][0], "quiet_p95": junk["quiet"][1],
+            "junk_p50": junk["loaded"][0], "junk_p95": junk["loaded"][1],
+            "status": junk["status"].split("] ", 1)[-1]}, since=junk_since)
 
 
 if __name__ == "__main__":

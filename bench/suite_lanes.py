@@ -7,7 +7,8 @@ time on this machine, after the site is built once (book/_ext/site_build.py --re
 Prints each group's wall time, its lanes' times as the lane summary reports them, and the pytest result line,
 then the wall time of the whole: beside the serial `make test` time of the same machine, the ratio that says
 what running lanes side by side buys. Not part of `make test` (it is the suite itself, twice as busy):
-its numbers go into the note of the issue that decides how `make test` runs.
+its numbers go into the note of the issue that decides how `make test` runs, and into a record,
+bench/results/suite-lanes.json (bench/record.py), which the book's benchmarks page draws.
 """
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ import sys
 import time
 from pathlib import Path
 
+import record
+
 ROOT = Path(__file__).resolve().parents[1]
 # the qemu guest (one busy core) beside the lanes that start few processes; the rest beside it
 DEFAULT_GROUPS = ["cgroup v2 guest,notebooks,quick", "grading,sandbox levels,hub and service,browser"]
@@ -29,6 +32,7 @@ def main() -> None:
     parser.add_argument("--group", action="append", help="comma-separated lanes run by one pytest process")
     args = parser.parse_args()
     groups = args.group or DEFAULT_GROUPS
+    since = record.now()
     subprocess.run([sys.executable, str(ROOT / "book" / "_ext" / "site_build.py"), "--reuse"], check=True)
     env = {**os.environ, "HYPOTHESIS_PROFILE": os.environ.get("HYPOTHESIS_PROFILE", "ci")}
     started = time.monotonic()
@@ -47,6 +51,8 @@ def main() -> None:
                 log.close()
         time.sleep(1)
     total = time.monotonic() - started
+    ended = record.now()
+    measured = []
     for n, (group, _start, _proc, _log) in enumerate(procs):
         seconds, code = finished[group]
         text = (ROOT / f"test-artifacts/suite-lanes-{n}.log").read_text(encoding="utf-8")
@@ -56,7 +62,11 @@ def main() -> None:
         for lane, count, lane_seconds in lanes:
             print(f"    {lane:18} {count:>5} tests {float(lane_seconds):8.1f} s")
         print(f"    {result[-1] if result else '(no result line)'}")
+        measured.append({"group": group, "seconds": seconds, "exit": code, "result": result[-1] if result else None,
+                         "lanes": [{"lane": lane, "tests": int(count), "seconds": float(lane_seconds)}
+                                   for lane, count, lane_seconds in lanes]})
     print(f"all groups side by side: {total:.0f} s wall ({total / 60:.1f} min)")
+    record.save("suite-lanes", {"seconds": total, "groups": measured}, since=since, until=ended)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@ round after round (so that whatever else the machine does falls on both alike): 
 (`train(0)`: SFT, GRPO with the default settings, the held-out evaluations), in a fresh process with one torch
 thread. Each run reports its own CPU seconds (one thread: what the run costs, not what the machine was doing) and
 its held-out accuracy after GRPO, which must be the same for both commits (the same work, not merely the same time).
-Prints the median of each side and their ratio against the target (a change may cost at most 5%).
+Prints the median of each side and their ratio against the target (a change may cost at most 5%), and writes them
+as a record, bench/results/versus.json (bench/record.py).
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import record
 from worktree import worktree
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base", required=True, help="the commit to compare with")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args(argv)
+    since = record.now()
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                           check=True).stdout.strip()
     runs: dict[str, list[dict]] = {"this": [], "base": []}
@@ -75,6 +78,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n- this commit / commit {args.base}, CPU: {ratio:.3f} (target <= {TARGET_RATIO}): "
           f"{'met' if ratio <= TARGET_RATIO else 'NOT met'}")
     print(f"- the same work on both (the same held-out accuracy every round): {len(same) == 1}")
+    record.save("versus", {
+        "head": head, "base": args.base, "rounds": args.rounds, "target_ratio": TARGET_RATIO,
+        "sides": {side: [{"cpu": x["cpu"], "accuracy": x["accuracy"]} for x in runs[side]] for side in runs},
+    }, since=since)
     return 0
 
 

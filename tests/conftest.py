@@ -43,9 +43,11 @@ STRICT_WARNINGS = [pytest.mark.filterwarnings("error"), pytest.mark.filterwarnin
 
 ROOT = Path(__file__).resolve().parents[1]
 # The book's local Sphinx extensions (book/_ext) are plain modules, not a package: the site tests import
-# them (the offline assets' pinned versions, the wheel the site publishes). The only sys.path edit of the
-# suite; grader and agentrl_ref are installed packages.
+# them (the offline assets' pinned versions, the wheel the site publishes). So are the benchmark scripts and their
+# records' reader (bench/: tests/test_bench_records.py), appended, so that no name there shadows an installed one.
+# The only sys.path edits of the suite; grader and agentrl_ref are installed packages.
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
+sys.path.append(str(ROOT / "bench"))
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -66,7 +68,8 @@ LANES = {
               "test_token_in_out", "test_rollout_correction", "test_mismatch_study", "test_partial_rollout",
               "test_interrupt_study", "test_dapo_sampling", "test_dapo_study",
               "test_verifiable_reward", "test_verifier_table", "test_agent", "test_two_process", "test_guides",
-              "test_page_length", "test_hints", "test_lanes", "test_lab_copy", "test_progress", "test_theme_overrides"],
+              "test_page_length", "test_hints", "test_lanes", "test_lab_copy", "test_progress", "test_theme_overrides",
+              "test_bench_records"],
     "notebooks": ["test_notebooks_execute", "test_package", "test_frameworks", "test_rollout_playground",
                   "test_execution_cache"],
     "grading": ["test_grade", "test_attacks", "test_nbgrader", "test_shards", "test_shared_work", "test_kernel_retry",

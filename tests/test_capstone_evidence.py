@@ -325,11 +325,13 @@ def test_a_students_run_far_from_the_reference_is_told_so_in_one_line():
 
 def test_the_benchmarks_page_says_its_capstone_numbers_come_from_one_run():
     """Numbers on the benchmarks page that come from a run say so (they differ from the executed page's and between
-    machines)."""
+    machines): its capstone sections show bench/capstone.py's records, each with its run's command, commit, machine
+    and load (bench/report.py, tests/test_bench_records.py), and it runs more seeds than the page's PAGE_SEEDS."""
     from course import ROOT
 
     page = (ROOT / "book" / "benchmarks.md").read_text(encoding="utf-8")
-    start = page.index("## 综合练习 / Capstone（`bench/capstone.py`")
-    section = page[start:page.index("\n## `make bench-grading`", start)]
-    assert "一次运行" in section.splitlines()[0] and "load average" in section
+    start = page.index("## 综合练习：`bench/capstone.py`")
+    section = page[start:page.index("\n## ", start + 1)]
     assert "make bench" in section and "PAGE_SEEDS" in section
+    for name in ("capstone-main", "capstone-processes", "capstone-ablations", "capstone-offpolicy-lr", "capstone-page"):
+        assert f'report.show("{name}")' in section, name

@@ -1,4 +1,5 @@
-"""Every figure of exercises 1-6, 8, 10 and 11 speaks Chinese where a CJK font is installed, and none misses a glyph.
+"""Every figure of exercises 1-6, 8, 10 and 11 and of the benchmarks page speaks Chinese where a CJK font is installed,
+and none misses a glyph.
 
 Each figure function of agentrl_ref.teaching is drawn twice: as the book build and the lab draw it (with the CJK
 font that `make deps`, `make book` and `make lab` install, when it is there), and as Colab or Binder draw it (no
@@ -99,6 +100,8 @@ def _ex10_staleness():
     from test_interrupt_study import tiny_study
 
     return plot_staleness_and_accuracy(tiny_study())
+
+
 def _ex11_study():
     """A study of hand-made histories: two seeds, the three arms (the figures read nothing else)."""
     from agentrl_ref.agent.dapo_arms import DAPO_BASE, DAPOArmRun, DAPOStudy, HeldOut
@@ -126,10 +129,24 @@ def _ex11_sampling():
     return plot_sampling(_ex11_study())
 
 
+def _bench(record: str, i: int):
+    """The benchmarks page's i-th figure of a record (bench/report.py), drawn from a record shaped as its script
+    writes it (tests/test_bench_records.py)."""
+    def make():
+        import report  # bench/
+        from test_bench_records import sample_record
+
+        return report.FIGURES[record][i](sample_record(record))
+    return make
+
+
 FIGURES = {"ex1-reject-times": _reject_times, "ex2-verifiers": _verifiers, "ex3-mask-heatmap": _mask_heatmap,
            "ex4-rollouts": _rollouts, "ex5-length-rewards": _lengths, "ex6-strategies": _strategies,
            "ex6-outcome-credit": _outcome_credit, "ex8-ratios": _ex8_ratios, "ex10-timelines": _ex10_timelines,
-           "ex10-staleness": _ex10_staleness, "ex11-clip": _ex11_clip, "ex11-sampling": _ex11_sampling}
+           "ex10-staleness": _ex10_staleness, "ex11-clip": _ex11_clip, "ex11-sampling": _ex11_sampling,
+           "bench-format-scaling": _bench("run", 0), "bench-batched": _bench("run", 1),
+           "bench-throughput": _bench("capstone-processes", 0), "bench-grading": _bench("grading", 0),
+           "bench-latency": _bench("serve-latency", 0), "bench-page-weight": _bench("page-weight", 0)}
 
 
 def _texts(fig) -> list[str]:

@@ -7,6 +7,7 @@ repository path they name in backticks exists; every Markdown link in README rea
 from __future__ import annotations
 
 import functools
+import os
 import re
 import subprocess
 import sys
@@ -159,3 +160,80 @@ def test_the_instructors_page_names_every_limit_of_the_grader_with_its_default()
     for var, option in (("CELL_TIMEOUT", "--cell-timeout"), ("NOTEBOOK_TIMEOUT", "--notebook-timeout"),
                         ("MEMORY_MB", "--memory-mb")):
         assert f"{option} $({var})" in makefile, f"make grade does not pass {var} as {option}"
+
+
+# ---------------------------------------------------------------- the other commands the pages give
+
+PYTHON_COMMAND = re.compile(r"(?:\.venv/bin/)?python3? (-m [\w.]+|[\w./-]+\.py)((?: (?:\"[^\"\n`]*\"|[^\s`\"]+))*)")
+
+
+def _python_commands() -> list[tuple[str, str, str]]:
+    """(page, program, arguments) for every `python -m MODULE …` and `python SCRIPT.py …` in README and the guides
+    (`python -m grader` is checked above, with its subcommands' options)."""
+    found = []
+    for rel in ["README.md", *GUIDES]:
+        for program, args in PYTHON_COMMAND.findall(_text(rel)):
+            if program != "-m grader":
+                found.append((rel, program, args))
+    return found
+
+
+def _argparse_options(script) -> set[str]:
+    """The option strings a script's parser knows (its add_argument calls), read without running it."""
+    import ast
+
+    options = {"--help", "-h"}
+    for node in ast.walk(ast.parse(script.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument":
+            options |= {a.value for a in node.args if isinstance(a, ast.Constant) and str(a.value).startswith("-")}
+    return options
+
+
+@functools.cache
+def _help(script: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}   # as `make bench-grading` runs bench/grading.py
+    return subprocess.run([sys.executable, script, "--help"], cwd=ROOT, env=env, capture_output=True, text=True)
+
+
+def test_the_pages_python_commands_name_what_exists():
+    """`python -m pytest tests/…` names test files and lanes that exist; `python -m X` a module this venv has;
+    `python SCRIPT.py --option` a script whose --help works and lists the option."""
+    import importlib.util
+
+    from conftest import LANES
+
+    commands = _python_commands()
+    assert any(program.endswith(".py") for _, program, _ in commands), commands
+    for rel, program, args in commands:
+        options = set(re.findall(r"(?<![\w-])--?[a-z][\w-]*", args))
+        if program == "-m pytest":
+            for path in re.findall(r"tests/[\w/]+\.py", args):
+                assert (ROOT / path).is_file(), f"{rel}: {path}"
+            for lane in re.findall(r'--lane (?:"([^"]+)"|(\S+))', args):
+                assert (lane[0] or lane[1]) in LANES, f"{rel}: no lane {lane}"
+        elif program.startswith("-m "):
+            assert importlib.util.find_spec(program[3:]), f"{rel}: python {program}: no such module"
+        else:
+            assert (ROOT / program).is_file(), f"{rel}: python {program}: no such file"
+            known = _argparse_options(ROOT / program)
+            assert options <= known, f"{rel}: python {program} {args}: {sorted(options - known)} unknown"
+            result = _help(program)
+            assert result.returncode == 0 and "usage:" in result.stdout, (program, result.stderr[-2000:])
+            assert options <= set(re.findall(r"--?[a-z][\w-]*", result.stdout)), (program, result.stdout)
+
+
+def test_the_commands_the_benchmarks_page_shows_still_take_their_options():
+    """Each section of the benchmarks page shows the command that made its record (bench/report.py): its script
+    still exists and still takes those options."""
+    import shlex
+
+    import report  # bench/
+
+    for name in report.SOURCES:
+        rec = report.load(name)
+        if rec is None:
+            continue
+        python, script, *args = shlex.split(rec["command"])
+        assert python == "python" and script == report.SOURCES[name][1] and (ROOT / script).is_file(), rec["command"]
+        given = {a.split("=")[0] for a in args if a.startswith("-")}
+        assert given <= _argparse_options(ROOT / script), (name, given - _argparse_options(ROOT / script))

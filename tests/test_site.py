@@ -53,3 +53,57 @@ def test_exercise_page_in_chromium(name, site_url, browser, artifacts):
     page.screenshot(path=str(artifacts / f"{name}.png"), full_page=True)
     assert not errors, errors
     page.close()
+
+
+def test_the_benchmarks_page_shows_each_record_or_how_to_make_it(site_url, browser, built_site, artifacts):
+    """book/benchmarks.md is drawn from bench/results at every build: each section names its record's commit and
+    command, or the command that makes the missing record; its figures load (tests/test_bench_records.py)."""
+    import report  # bench/
+
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(f"{site_url}/book/benchmarks.html", wait_until="load")
+    text = page.inner_text("main")
+    assert "Traceback" not in text
+    figures = 0
+    for name in report.SOURCES:
+        assert f"bench/results/{name}.json" in text, name
+        rec = report.load(name)
+        if rec is None:
+            continue
+        assert rec["commit"][:7] in text and rec["command"] in text, name
+        figures += len(report.FIGURES.get(name, []))
+    images = page.locator("main img")
+    assert images.count() == figures
+    for i in range(images.count()):
+        assert images.nth(i).evaluate("img => img.complete && img.naturalWidth > 0"), f"image {i} did not load"
+    page.screenshot(path=str(artifacts / "benchmarks.png"), full_page=True)
+    assert not errors, errors
+    page.close()
+
+
+def test_a_page_weight_run_writes_the_record_the_page_draws(tmp_path):
+    """bench/page_weight.py's smallest run (a one-page site) writes bench/results/page-weight.json's format, which
+    the page's functions render (here into a folder of the test's own: BENCH_RESULTS)."""
+    import os
+    import subprocess
+    import sys
+
+    import report  # bench/
+    from course import ROOT
+
+    site = tmp_path / "site"
+    (site / "book").mkdir(parents=True)
+    (site / "book" / "a.html").write_text("<!doctype html><title>a</title><p>页</p>", encoding="utf-8")
+    results = tmp_path / "results"
+    subprocess.run([sys.executable, str(ROOT / "bench" / "page_weight.py"), "--site", str(site)], check=True,
+                   capture_output=True, env={**os.environ, "BENCH_RESULTS": str(results)})
+    assert [p.name for p in results.iterdir()] == ["page-weight.json"]
+    rec = report.load("page-weight", results)
+    assert [p["page"] for p in rec["data"]["pages"]] == ["book/a.html"] and rec["data"]["pages"][0]["other"] > 0
+    assert "| a |" in report.markdown("page-weight", results)
+    for fig in report.figures("page-weight", results):
+        from agentrl_ref.teaching.shared.page_figure import page_problems
+
+        assert not page_problems(fig)

@@ -6,6 +6,7 @@
 The stamp (_build/html/.site-inputs) is the sha256 of everything the build reads: every file git lists in the
 checkout outside tests/, bench/, grader/ and .ci/ (tracked or new, as they are on disk, edits included; the build
 reads none of those four: the book's pages are released from grader/ into book/ and notebooks/, which are hashed),
+except what the benchmarks page reads from bench/ (ALSO_READ: its records and bench/report.py),
 the Python version, the course's AGENTRL_* variables and the CJK font (as the execution cache's fingerprint,
 execution_cache.py), every installed distribution's version, and the build command. It is written only after a
 build that returned 0 with warnings as errors, and removed before every build, so a stopped or failed build is
@@ -31,6 +32,7 @@ import preexecute  # noqa: E402
 
 JOBS = 2   # notebook pages executed at a time before the build (preexecute.py): this course's 2 cores
 NOT_READ = ("tests", "bench", "grader", ".ci", "_build")   # top-level folders the build never reads (_build: it writes)
+ALSO_READ = ("bench/report.py", "bench/results/")   # but book/benchmarks.md draws these (executed at every build)
 FLAGS = ["--all", "-W", "-n", "--keep-going"]
 STAMP = ".site-inputs"
 
@@ -46,7 +48,7 @@ def _listed(root: Path) -> list[str] | None:
     except (OSError, subprocess.CalledProcessError):
         return None
     return sorted({name for name in out.decode("utf-8", "surrogateescape").split("\0")
-                   if name and name.split("/", 1)[0] not in NOT_READ})
+                   if name and (name.split("/", 1)[0] not in NOT_READ or name.startswith(ALSO_READ))})
 
 
 def inputs_fingerprint(root: Path = ROOT) -> str | None:

@@ -61,6 +61,8 @@ def _cjk(fn):
 COLORS = {"total": "#222222", "fmt": "#1b7f3b", "acc": "#1f4fbf", "cos_len": "#c25a00",
           "accuracy": "#1f4fbf", "tool_rate": "#c25a00", "copy_rate": "#1b7f3b"}
 ARM_COLORS = ("#1f4fbf", "#c25a00", "#1b7f3b", "#7a3fb0")
+# one colour per seed: the page runs three, make bench six (bench/capstone.py); the first four are ARM_COLORS
+SEED_COLORS = ARM_COLORS + ("#b8860b", "#008b8b")
 # a legend under its panel, off the curves (whatever the data, a legend inside the axes may hide some)
 UNDER_THE_PANEL = {"fontsize": 8, "loc": "upper center", "bbox_to_anchor": (0.5, -0.22), "ncol": 2, "frameon": False}
 
@@ -133,7 +135,7 @@ def plot_differences(abl, comparisons, far: float = 0.3):
     for row, (name, a, b, diffs) in enumerate(rows):
         y = len(rows) - 1 - row
         for k, (d, dy) in enumerate(zip(diffs, offsets)):
-            color, x = ARM_COLORS[k % len(ARM_COLORS)], 100 * d.diff
+            color, x = SEED_COLORS[k % len(SEED_COLORS)], 100 * d.diff
             label = f"种子 {d.seed}" if row == 0 else None
             if abs(x) > limit:
                 edge = limit if x > 0 else -limit
@@ -199,7 +201,7 @@ def plot_cliff(abl, arms=("cliff_full", "cliff_acc", "cliff_no_std"), key="tool_
     fig, axes = plt.subplots(1, len(arms), figsize=(WIDTH_IN, 3.0), dpi=DPI, squeeze=False,
                              sharey=True)
     for ax, arm in zip(axes[0], arms):
-        for color, seed in zip(ARM_COLORS, abl.seeds):
+        for color, seed in zip(SEED_COLORS, abl.seeds):
             h = abl.runs[arm, seed].history
             ax.plot([r["step"] for r in h], [r[key] for r in h], color=color, label=f"种子 {seed}")
         ax.set_ylim(-0.02, 1.02)
