@@ -85,11 +85,11 @@ linkcheck: vendor
 # ends with the slowest ones and the time of each lane (tests/conftest.py); after `make book` it reuses the site.
 # `make test-quick`: the quick lane only (unit and property tests, the reference package, its checks, the grader's
 # pure parts; no kernel, browser or server), for the edit-run loop. Never instead of `make test`: CI runs that.
-# TEST_WORKERS=3: pytest-xdist workers side by side, each test module whole in one of them (tests/conftest.py, FIRST):
-# 17 min instead of 26 on 2 cores, but two kernel-output tests flake under that load (issue 35's note), so the
-# default stays 0: one process, the run CI trusts.
+# TEST_WORKERS: pytest-xdist workers side by side, each test module whole in one of them (tests/conftest.py, FIRST).
+# Three keep 2 cores busy from start to end (a worker waits on a guest, a server or a browser while the others
+# compute); TEST_WORKERS=0 runs everything in one process (slower: a core idles whenever that process waits).
 PYTEST_EXIT = rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; exit $$rc
-TEST_WORKERS ?= 0
+TEST_WORKERS ?= 3
 test: deps venv
 	@$(PY) -m pytest tests -ra --durations=25 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder; $(PYTEST_EXIT)
 
