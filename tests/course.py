@@ -73,6 +73,39 @@ print("cores used:", round((_u.ru_utime + _u.ru_stime) / (_t.monotonic() - _star
 """
 
 
+def visible_failures(select, objects_of) -> dict[str, str]:
+    """{test id: message} of every visible test that select(test) picks and that fails when run in this process on
+    objects_of(name) for each name the test needs (what check() would say)."""
+    from agentrl_ref.checks import _REGISTRY, _load_all, _run_one
+
+    _load_all()
+    tests = [t for t in _REGISTRY.values() if select(t)]
+    assert tests, "no visible test selected"
+    failed = {}
+    for test in tests:
+        ok, message, _, _ = _run_one(test, [objects_of(name) for name in test.needs])
+        if not ok:
+            failed[test.test_id] = message
+    return failed
+
+
+def hidden_records(assignment: str, namespace: dict) -> dict[str, list]:
+    """What the instructor notebook's hidden tests record (probe_calls) for the objects in namespace, run in this
+    process: the hidden part of every test cell, in one namespace as the kernel has; the records collected, not
+    displayed."""
+    from unittest import mock
+
+    from agentrl_ref.checks import probes
+
+    got: dict[str, list] = {}
+    scope = {**namespace, "probe_calls": probes.probe_calls}
+    with mock.patch.object(probes, "_emit", lambda name, data: got.setdefault(name, data)):
+        for cell in source_notebook(assignment).cells:
+            if "### BEGIN HIDDEN TESTS" in cell.source:
+                exec(cell.source.split("### BEGIN HIDDEN TESTS", 1)[1].split("### END HIDDEN TESTS", 1)[0], scope)
+    return got
+
+
 def hidden_test_lines(assignment: str) -> list[str]:
     """Every non-trivial line between BEGIN/END HIDDEN TESTS in the instructor notebook."""
     lines, inside = [], False

@@ -263,6 +263,9 @@ def mean_token_entropy(logits, loss_mask):
 }
 
 
+NAME = "ex11_dapo_sampling"
+
+
 def _alternatives() -> dict:
     namespace: dict = {"torch": torch, "FilledBatch": FilledBatch}
     for code in ALTERNATIVES.values():
@@ -272,35 +275,9 @@ def _alternatives() -> dict:
 
 @pytest.mark.parametrize("part", sorted(ALTERNATIVES))
 def test_correct_alternatives_pass_every_visible_test(part):
-    from agentrl_ref.checks import _REGISTRY, _load_all, _run_one
+    from course import visible_failures
 
-    _load_all()
-    functions = _alternatives()
-    tests = [t for t in _REGISTRY.values() if t.part == part]
-    assert tests
-    for test in tests:
-        ok, message, _, _ = _run_one(test, [functions[name] for name in test.needs])
-        assert ok, f"{test.test_id}: {message}"
-
-
-def _hidden_records(functions: dict) -> dict[str, list]:
-    """What the hidden tests of the instructor notebook record for these functions, run in this process (the hidden
-    part of each test cell, in one namespace as the kernel has; the probes' records collected, not displayed)."""
-    from unittest import mock
-
-    import nbformat
-
-    from agentrl_ref.checks import probes
-    from course import SOURCE
-
-    nb = nbformat.read(SOURCE / "ex11_dapo_sampling" / "ex11_dapo_sampling.ipynb", as_version=4)
-    got: dict[str, list] = {}
-    namespace = {**functions, "probe_calls": probes.probe_calls}
-    with mock.patch.object(probes, "_emit", lambda name, data: got.setdefault(name, data)):
-        for cell in nb.cells:
-            if "### BEGIN HIDDEN TESTS" in cell.source:
-                exec(cell.source.split("### BEGIN HIDDEN TESTS", 1)[1].split("### END HIDDEN TESTS", 1)[0], namespace)
-    return got
+    assert visible_failures(lambda test: test.part == part, _alternatives().__getitem__) == {}
 
 
 def test_correct_alternatives_leave_the_records_of_the_reference_in_every_hidden_test():
@@ -308,20 +285,17 @@ def test_correct_alternatives_leave_the_records_of_the_reference_in_every_hidden
     (grader/grade/verdict.py difference): the alternatives must leave what the module's reference leaves."""
     from grader.grade.verdict import difference
 
-    import nbformat
+    from course import hidden_records, source_notebook
 
-    from course import SOURCE
-
-    reference = _hidden_records({"informative_groups": informative_groups, "fill_batch": fill_batch,
+    reference = hidden_records(NAME, {"informative_groups": informative_groups, "fill_batch": fill_batch,
                                  "clip_higher_loss": clip_higher_loss, "mean_token_entropy": mean_token_entropy})
-    nb = nbformat.read(SOURCE / "ex11_dapo_sampling" / "ex11_dapo_sampling.ipynb", as_version=4)
     answers: dict = {}
-    for cell in nb.cells:   # the instructor's answer cells: what grading takes as expected
+    for cell in source_notebook(NAME).cells:   # the instructor's answer cells: what grading takes as expected
         if cell.metadata.get("nbgrader", {}).get("solution"):
             exec(cell.source, answers)
     assert len(reference) == 5 and all(reference.values()), sorted(reference)
     for functions in (_alternatives(), {name: answers[name] for name in ALTERNATIVES}):
-        records = _hidden_records(functions)
+        records = hidden_records(NAME, functions)
         assert sorted(records) == sorted(reference)
         for name in reference:
             assert difference(records[name], reference[name], name) is None, difference(records[name],

@@ -13,6 +13,7 @@ from agentrl_ref.partial_rollout import (
     PROMPT_VERSION, PartialTrajectory, admit, newest_staleness, oldest_staleness, staleness_histogram,
     token_staleness,
 )
+from course import hidden_records, visible_failures
 
 
 @st.composite
@@ -152,33 +153,11 @@ def _filled_namespace(fills) -> dict:
 
 
 def _visible_failures(objects_of) -> dict[str, str]:
-    from agentrl_ref.checks import _REGISTRY, _load_all, _run_one
+    from agentrl_ref.checks import _REGISTRY, _load_all
 
     _load_all()
-    tests = [t for t in _REGISTRY.values() if t.test_id.startswith(NAME + ".")]
-    assert len(tests) == 6
-    failed = {}
-    for test in tests:
-        ok, message, _, _ = _run_one(test, [objects_of(name) for name in test.needs])
-        if not ok:
-            failed[test.test_id] = message
-    return failed
-
-
-def _hidden_records(namespace: dict) -> dict[str, list]:
-    """What the instructor notebook's hidden tests record for these objects, run here (probes collected)."""
-    from unittest import mock
-
-    from agentrl_ref.checks import probes
-    from course import source_notebook
-
-    got: dict[str, list] = {}
-    scope = {**namespace, "probe_calls": probes.probe_calls}
-    with mock.patch.object(probes, "_emit", lambda name, data: got.setdefault(name, data)):
-        for cell in source_notebook(NAME).cells:
-            if "### BEGIN HIDDEN TESTS" in cell.source:
-                exec(cell.source.split("### BEGIN HIDDEN TESTS", 1)[1].split("### END HIDDEN TESTS", 1)[0], scope)
-    return got
+    assert sum(t.test_id.startswith(NAME + ".") for t in _REGISTRY.values()) == 6
+    return visible_failures(lambda test: test.test_id.startswith(NAME + "."), objects_of)
 
 
 def test_the_checks_agree_with_the_reference_module():
@@ -197,9 +176,9 @@ def test_a_tensor_based_trajectory_passes_every_visible_test_and_leaves_the_refe
     alternative = _filled_namespace(mutated_fills(NAME, ALTERNATIVE_FILLS))
     assert isinstance(_built_with(alternative["PartialTrajectory"]).versions, torch.Tensor)  # really tensor-based
     assert _visible_failures(alternative.__getitem__) == {}
-    reference = _hidden_records(_filled_namespace(reference_fills(NAME)))
+    reference = hidden_records(NAME, _filled_namespace(reference_fills(NAME)))
     assert len(reference) == 5 and all(reference.values()), sorted(reference)
-    assert _hidden_records(alternative) == reference
+    assert hidden_records(NAME, alternative) == reference
 
 
 def _built_with(cls):

@@ -117,48 +117,23 @@ def first_drift(ids, encode, decode):
 
 @pytest.mark.parametrize("part", sorted(ALTERNATIVES))
 def test_correct_alternatives_pass_every_visible_test(part):
-    from agentrl_ref.checks import _REGISTRY, _load_all, _run_one
+    from course import visible_failures
 
-    _load_all()
     namespace: dict = {}
     exec(ALTERNATIVES[part], namespace)
-    tests = [t for t in _REGISTRY.values() if t.part == part]
-    assert tests
-    for test in tests:
-        ok, message, _, _ = _run_one(test, [namespace[name] for name in test.needs])
-        assert ok, f"{test.test_id}: {message}"
-
-
-def _hidden_records(functions: dict) -> dict[str, list]:
-    """What the hidden tests of the instructor notebook record for these functions, run in this process (the
-    hidden part of each test cell with the functions in its namespace; probes' records collected, not displayed)."""
-    from unittest import mock
-
-    import nbformat
-
-    from agentrl_ref.checks import probes
-    from course import SOURCE
-
-    nb = nbformat.read(SOURCE / "ex8_token_in_out" / "ex8_token_in_out.ipynb", as_version=4)
-    got: dict[str, list] = {}
-    namespace = {**functions, "probe_calls": probes.probe_calls}  # one namespace, as the notebook's kernel has
-    with mock.patch.object(probes, "_emit", lambda name, data: got.setdefault(name, data)):
-        for cell in nb.cells:
-            if "### BEGIN HIDDEN TESTS" not in cell.source:
-                continue
-            hidden = cell.source.split("### BEGIN HIDDEN TESTS", 1)[1].split("### END HIDDEN TESTS", 1)[0]
-            exec(hidden, namespace)
-    return got
+    assert visible_failures(lambda test: test.part == part, namespace.__getitem__) == {}
 
 
 def test_correct_alternatives_leave_the_records_of_the_reference_in_every_hidden_test():
     """nbgrader's verdict compares a submission's hidden-test records with the reference notebook's
     (grader/grade/verdict.py): the alternatives above must leave the same ones as the module's reference."""
-    reference = _hidden_records({"message_ids": message_ids, "build_trajectory": build_trajectory,
+    from course import hidden_records
+
+    reference = hidden_records("ex8_token_in_out", {"message_ids": message_ids, "build_trajectory": build_trajectory,
                                  "first_drift": first_drift})
     namespace: dict = {}
     for code in ALTERNATIVES.values():
         exec(code, namespace)
-    alternative = _hidden_records({name: namespace[name] for name in ALTERNATIVES})
+    alternative = hidden_records("ex8_token_in_out", {name: namespace[name] for name in ALTERNATIVES})
     assert len(reference) == 6 and all(reference.values()), sorted(reference)
     assert alternative == reference
