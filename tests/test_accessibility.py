@@ -117,10 +117,10 @@ def check(page_name: str, view: str, violations: list[dict]) -> None:
     pytest.fail("\n".join(lines), pytrace=False)
 
 
-def open_page(browser, url: str, width: str, scheme: str):
+def open_page(tabs, url: str, width: str, scheme: str):
     """The page as a reader with that window width and system colour scheme sees it, fully rendered."""
     w, h = WIDTHS[width]
-    page = browser.new_page(viewport={"width": w, "height": h}, color_scheme=scheme)
+    page = tabs.new_page(viewport={"width": w, "height": h}, color_scheme=scheme)
     errors = []
     page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
     page.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -140,8 +140,8 @@ def open_page(browser, url: str, width: str, scheme: str):
 
 @pytest.mark.parametrize("view", VIEWS, ids=[f"{w}-{s}" for w, s in VIEWS])
 @pytest.mark.parametrize("rel", PAGES)
-def test_axe_finds_no_serious_violation(rel, view, site_url, browser, axe_source):
-    page, errors = open_page(browser, f"{site_url}/{rel}", *view)
+def test_axe_finds_no_serious_violation(rel, view, site_url, site_tabs, axe_source):
+    page, errors = open_page(site_tabs, f"{site_url}/{rel}", *view)
     try:
         violations = run_axe(page, axe_source)
     finally:
@@ -150,9 +150,9 @@ def test_axe_finds_no_serious_violation(rel, view, site_url, browser, axe_source
     assert not errors, errors
 
 
-def test_axe_on_the_cloze_page_after_checking(site_url, browser, axe_source):
+def test_axe_on_the_cloze_page_after_checking(site_url, site_tabs, axe_source):
     """Right, wrong and revealed blanks, the result line, a focused blank: all with their own colours."""
-    page, errors = open_page(browser, f"{site_url}/book/cloze.html?seed=20250101", "desktop", "light")
+    page, errors = open_page(site_tabs, f"{site_url}/book/cloze.html?seed=20250101", "desktop", "light")
     try:
         first = page.locator(".cloze-card").nth(0)
         blanks = first.locator("input.cloze-blank")
@@ -174,10 +174,10 @@ def test_axe_on_the_cloze_page_after_checking(site_url, browser, axe_source):
     assert not errors, errors
 
 
-def test_index_page_is_a_page_without_its_redirect(site_url, browser, axe_source):
+def test_index_page_is_a_page_without_its_redirect(site_url, site_tabs, axe_source):
     """index.html only redirects to the root page; where a browser blocks automatic redirects (an
     accessibility setting in some browsers) the reader sees it: a titled page with a link."""
-    page = browser.new_page()
+    page = site_tabs.new_page()
 
     def without_refresh(route):
         response = route.fetch()

@@ -22,8 +22,8 @@ def _default_k(key: str) -> int:
 
 
 @pytest.fixture
-def cloze_page(site_url, browser):
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
+def cloze_page(site_url, site_tabs):
+    page = site_tabs.new_page(viewport={"width": 1280, "height": 900})
     errors = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
@@ -156,8 +156,8 @@ def test_level_and_seed_controls(cloze_page):
     assert seed_box.input_value() == "42"
 
 
-def test_without_a_seed_each_visit_is_random_but_valid(site_url, browser):
-    page = browser.new_page()
+def test_without_a_seed_each_visit_is_random_but_valid(site_url, site_tabs):
+    page = site_tabs.new_page()
     page.goto(f"{site_url}/book/cloze.html", wait_until="load")
     page.wait_for_selector(".cloze-card.cloze-ready")
     seeds = page.locator(".cloze-card").evaluate_all("cards => cards.map(c => Number(c.dataset.seed))")
@@ -179,10 +179,10 @@ def test_screenshot_after_checking(cloze_page, artifacts):
 
 
 @pytest.mark.parametrize("width", [1280, 390])
-def test_seed_box_shows_the_largest_seed_whole(width, site_url, browser, artifacts):
+def test_seed_box_shows_the_largest_seed_whole(width, site_url, site_tabs, artifacts):
     """The seed box is wide enough for any 32-bit seed (10 digits): nothing scrolls out of sight."""
     largest = 2**32 - 1
-    page = browser.new_page(viewport={"width": width, "height": 900})
+    page = site_tabs.new_page(viewport={"width": width, "height": 900})
     page.goto(f"{site_url}/book/cloze.html?seed={largest}", wait_until="load")
     page.wait_for_selector(".cloze-card.cloze-ready")
     boxes = page.locator("input.cloze-seed")

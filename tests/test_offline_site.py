@@ -37,9 +37,9 @@ def _is_local(url: str, base: str) -> bool:
     return url.startswith(base + "/") or url.startswith(("data:", "blob:", "about:", "file://"))
 
 
-def open_recorded(browser, url: str, base: str, viewport=(1280, 900)):
+def open_recorded(tabs, url: str, base: str, viewport=(1280, 900)):
     """A page loaded with every request recorded and non-local ones aborted; returns (page, log)."""
-    page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
+    page = tabs.new_page(viewport={"width": viewport[0], "height": viewport[1]})
     log = {"requests": [], "outside": [], "errors": [], "failed": []}
     page.on("request", lambda request: log["requests"].append(request.url))
     page.on("console", lambda msg: log["errors"].append(msg.text) if msg.type == "error" else None)
@@ -80,8 +80,8 @@ def test_pages_load_no_third_party_script_or_stylesheet(built_site):
 
 
 @pytest.mark.parametrize("rel", PAGES)
-def test_page_works_offline(rel, site_url, browser, built_site):
-    page, log = open_recorded(browser, f"{site_url}/{rel}", site_url)
+def test_page_works_offline(rel, site_url, site_tabs, built_site):
+    page, log = open_recorded(site_tabs, f"{site_url}/{rel}", site_url)
     html = (built_site / rel).read_text(encoding="utf-8")
     if 'class="math' in html:
         wait_for_mathjax(page)
@@ -94,8 +94,8 @@ def test_page_works_offline(rel, site_url, browser, built_site):
     page.close()
 
 
-def test_formulas_render_from_the_local_mathjax(site_url, browser):
-    page, log = open_recorded(browser, f"{site_url}/book/resources.html", site_url)
+def test_formulas_render_from_the_local_mathjax(site_url, site_tabs):
+    page, log = open_recorded(site_tabs, f"{site_url}/book/resources.html", site_url)
     wait_for_mathjax(page)
     assert page.locator("mjx-container").count() >= 4
     assert any("/_static/offline/mathjax/tex-mml-chtml.js" in u for u in log["requests"])
@@ -126,8 +126,8 @@ def test_site_works_from_its_folder_over_file_urls(rel, built_site, browser):
 
 @pytest.mark.parametrize("name", list(SCREENSHOT_PAGES))
 @pytest.mark.parametrize("width", list(WIDTHS))
-def test_screenshots(name, width, site_url, browser, artifacts):
-    page, log = open_recorded(browser, f"{site_url}/{SCREENSHOT_PAGES[name]}?seed=20250101", site_url, WIDTHS[width])
+def test_screenshots(name, width, site_url, site_tabs, artifacts):
+    page, log = open_recorded(site_tabs, f"{site_url}/{SCREENSHOT_PAGES[name]}?seed=20250101", site_url, WIDTHS[width])
     if page.locator(".math").count():
         wait_for_mathjax(page)
     page.screenshot(path=str(artifacts / f"offline-{name}-{width}.png"), full_page=True)
@@ -139,8 +139,8 @@ def test_screenshots(name, width, site_url, browser, artifacts):
 
 
 @pytest.mark.parametrize("name", ASSIGNMENTS)
-def test_exercise_page_offers_download_and_launch(name, site_url, browser, built_site):
-    page, _ = open_recorded(browser, f"{site_url}/book/{name}.html", site_url)
+def test_exercise_page_offers_download_and_launch(name, site_url, site_tabs, built_site):
+    page, _ = open_recorded(site_tabs, f"{site_url}/book/{name}.html", site_url)
     hrefs = page.eval_on_selector_all("a[href]", "links => links.map(a => a.getAttribute('href'))")
     # downloads: the page's own notebook and the student notebook, both shipped with the site
     for wanted in (f"_sources/book/{name}.ipynb", f"notebooks/{name}.ipynb"):
@@ -199,9 +199,9 @@ def test_no_launch_button_points_at_a_placeholder_address(built_site):
         assert not any("dropdown-launch-buttons" in p.read_text(encoding="utf-8") for p in built_site.rglob("*.html"))
 
 
-def test_frameworks_page_serves_its_gpu_script(site_url, browser, built_site):
+def test_frameworks_page_serves_its_gpu_script(site_url, site_tabs, built_site):
     """The GPU script is a file the page links, the site serves, and a click saves (not opens)."""
-    page, log = open_recorded(browser, f"{site_url}/book/frameworks.html", site_url)
+    page, log = open_recorded(site_tabs, f"{site_url}/book/frameworks.html", site_url)
     link = page.locator("a.download", has_text="trl_grpo_gsm8k.py")
     assert link.count() == 1 and link.get_attribute("download") is not None
     served = (built_site / "book" / link.get_attribute("href")).resolve()
@@ -226,8 +226,8 @@ def test_notebook_page_without_exercise_has_no_launch_buttons(built_site):
     assert (built_site / "_sources" / "book" / "frameworks.ipynb").is_file()  # the executed page, downloadable
 
 
-def test_socratic_page_gathers_every_question(site_url, browser, built_site):
-    page, log = open_recorded(browser, f"{site_url}/book/socratic.html", site_url)
+def test_socratic_page_gathers_every_question(site_url, site_tabs, built_site):
+    page, log = open_recorded(site_tabs, f"{site_url}/book/socratic.html", site_url)
     names = _socratic_assignments()
     assert names, "exercise 1 has a socratic cell"
     hrefs = page.eval_on_selector_all("main a[href]", "links => links.map(a => a.getAttribute('href'))")

@@ -23,8 +23,8 @@ def test_site_has_no_hidden_tests(built_site):
 
 
 @pytest.mark.parametrize("name", ASSIGNMENTS)
-def test_exercise_page_in_chromium(name, site_url, browser, artifacts):
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
+def test_exercise_page_in_chromium(name, site_url, site_tabs, artifacts):
+    page = site_tabs.new_page(viewport={"width": 1280, "height": 900})
     errors = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.goto(f"{site_url}/book/{name}.html", wait_until="load")
@@ -55,12 +55,12 @@ def test_exercise_page_in_chromium(name, site_url, browser, artifacts):
     page.close()
 
 
-def test_the_benchmarks_page_shows_each_record_or_how_to_make_it(site_url, browser, built_site, artifacts):
+def test_the_benchmarks_page_shows_each_record_or_how_to_make_it(site_url, site_tabs, built_site, artifacts):
     """book/benchmarks.md is drawn from bench/results at every build: each section names its record's commit and
     command, or the command that makes the missing record; its figures load (tests/test_bench_records.py)."""
     import report  # bench/
 
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page = site_tabs.new_page(viewport={"width": 1280, "height": 900})
     errors = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.goto(f"{site_url}/book/benchmarks.html", wait_until="load")

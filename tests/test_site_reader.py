@@ -24,9 +24,9 @@ QUERIES = {
 }
 
 
-def _open(browser, site_url, size, path=PAGE):
+def _open(tabs, site_url, size, path=PAGE):
     width, height = WIDTHS[size]
-    page = browser.new_page(viewport={"width": width, "height": height})
+    page = tabs.new_page(viewport={"width": width, "height": height})
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.goto(f"{site_url}/{path}", wait_until="load")
@@ -44,8 +44,8 @@ def _chapter_link(page):
 
 
 @pytest.mark.parametrize("size", WIDTHS)
-def test_the_chapter_list_opens_and_closes_from_the_button_one_sees(size, browser, site_url, artifacts):
-    page, errors = _open(browser, site_url, size)
+def test_the_chapter_list_opens_and_closes_from_the_button_one_sees(size, site_tabs, site_url, artifacts):
+    page, errors = _open(site_tabs, site_url, size)
     (button,) = _visible_toggles(page, "primary")
     assert button.get_attribute("aria-label") == "章节目录"
     shown_before = _chapter_link(page).is_visible()
@@ -71,8 +71,8 @@ def test_the_chapter_list_opens_and_closes_from_the_button_one_sees(size, browse
 
 
 @pytest.mark.parametrize("size", WIDTHS)
-def test_the_page_contents_are_reachable_at_every_width(size, browser, site_url, artifacts):
-    page, errors = _open(browser, site_url, size)
+def test_the_page_contents_are_reachable_at_every_width(size, site_tabs, site_url, artifacts):
+    page, errors = _open(site_tabs, site_url, size)
     contents = page.locator("nav.page-toc a.nav-link").first
     shown = _visible_toggles(page, "secondary")
     if contents.is_visible():  # wide: the contents sit beside the page, no button needed
@@ -93,8 +93,8 @@ def test_the_page_contents_are_reachable_at_every_width(size, browser, site_url,
     page.close()
 
 
-def _search(browser, site_url, query: str) -> list[str]:
-    page, errors = _open(browser, site_url, "desktop", "search.html?q=" + query.replace(" ", "+"))
+def _search(site_tabs, site_url, query: str) -> list[str]:
+    page, errors = _open(site_tabs, site_url, "desktop", "search.html?q=" + query.replace(" ", "+"))
     # searchtools.js writes the summary ("搜索完成……" or "没有匹配……") once the last result is listed
     page.wait_for_function("() => (document.querySelector('#search-results p.search-summary') || {})"
                            ".textContent")
@@ -106,24 +106,24 @@ def _search(browser, site_url, query: str) -> list[str]:
 
 
 @pytest.mark.parametrize("query", QUERIES)
-def test_chinese_search_finds_its_page(query, browser, site_url, built_site):
+def test_chinese_search_finds_its_page(query, site_tabs, site_url, built_site):
     expected = QUERIES[query]
     page_text = (built_site / expected).read_text(encoding="utf-8")
     assert query in page_text, f"the table is stale: {expected} does not say {query!r}"
-    found = _search(browser, site_url, query)
+    found = _search(site_tabs, site_url, query)
     assert f"{site_url}/{expected}" in found, f"searching {query!r} found {found}"
 
 
-def test_a_word_the_book_never_uses_finds_nothing(browser, site_url, built_site):
+def test_a_word_the_book_never_uses_finds_nothing(site_tabs, site_url, built_site):
     word = "蛋白质折叠"
     assert not any(word in path.read_text(encoding="utf-8") for path in built_site.rglob("*.html")
                    if path.name != "search.html")
-    assert _search(browser, site_url, word) == []
+    assert _search(site_tabs, site_url, word) == []
 
 
 @pytest.mark.parametrize("size", ["desktop", "phone"])
-def test_the_search_box_and_sidebar_buttons_speak_chinese(size, browser, site_url):
-    page, errors = _open(browser, site_url, size)
+def test_the_search_box_and_sidebar_buttons_speak_chinese(size, site_tabs, site_url):
+    page, errors = _open(site_tabs, site_url, size)
     page.keyboard.press("Control+k")
     box = page.locator("dialog#pst-search-dialog input[name=q], .search-button__wrapper.show input[name=q]").first
     box.wait_for(state="visible")
@@ -139,12 +139,12 @@ def _exercise_pages(built_site) -> list[str]:
 
 
 @pytest.mark.parametrize("size", ["desktop", "phone"])
-def test_no_line_of_code_one_is_asked_to_read_is_clipped(size, browser, site_url, built_site):
+def test_no_line_of_code_one_is_asked_to_read_is_clipped(size, site_tabs, site_url, built_site):
     """Code on the pages (TODOs, hints, answers) wraps at the block's edge; only cell outputs keep their columns
     and scroll inside their own box (a table of numbers must not wrap)."""
     clipped = {}
     for path in _exercise_pages(built_site) + ["book/cloze.html", "book/frameworks.html", "book/benchmarks.html"]:
-        page, errors = _open(browser, site_url, size, path)
+        page, errors = _open(site_tabs, site_url, size, path)
         cut = page.evaluate("""() => [...document.querySelectorAll('article pre')]
             .filter(pre => !pre.closest('.cell_output') && pre.scrollWidth > pre.clientWidth + 1)
             .map(pre => pre.textContent.split('\\n').find(line => line.length > 40) || pre.textContent.slice(0, 60))""")
@@ -155,7 +155,7 @@ def test_no_line_of_code_one_is_asked_to_read_is_clipped(size, browser, site_url
     assert not clipped, clipped
 
 
-def test_every_figure_has_a_numbered_caption_and_its_title_as_alt_text(browser, site_url, built_site, artifacts):
+def test_every_figure_has_a_numbered_caption_and_its_title_as_alt_text(site_tabs, site_url, built_site, artifacts):
     """A figure drawn by a page's code: inside a <figure> numbered 图 N whose caption is the figure's own title,
     the same words as the image's alt text (not its file name), drawn no wider than the column it is shown in
     (agentrl_ref.teaching.shared.page_figure: its text is then at least MIN_TEXT_PX on a desktop)."""
@@ -163,7 +163,7 @@ def test_every_figure_has_a_numbered_caption_and_its_title_as_alt_text(browser, 
 
     seen = 0
     for path in _exercise_pages(built_site) + ["book/benchmarks.html"]:   # the benchmarks page: its records' figures
-        page, errors = _open(browser, site_url, "desktop", path)
+        page, errors = _open(site_tabs, site_url, "desktop", path)
         column = page.evaluate("""() => { const a = document.querySelector('article.bd-article');
             const s = getComputedStyle(a);
             return a.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight); }""")
@@ -193,13 +193,13 @@ def test_every_figure_has_a_numbered_caption_and_its_title_as_alt_text(browser, 
     assert seen >= 10
 
 
-def test_headings_have_ids_made_of_their_words(browser, site_url, built_site):
+def test_headings_have_ids_made_of_their_words(site_tabs, site_url, built_site):
     """A link to a section says where it goes (#练习-3-...), not docutils' #id1; the contents link to the same ids."""
     from heading_ids import AUTO_ID  # book/_ext
 
     linked = 0
     for path in _exercise_pages(built_site) + ["book/intro.html", "book/glossary.html"]:
-        page, _ = _open(browser, site_url, "desktop", path)
+        page, _ = _open(site_tabs, site_url, "desktop", path)
         ids = page.evaluate("() => [...document.querySelectorAll('article section')].map(s => s.id)")
         assert ids and not [i for i in ids if AUTO_ID.fullmatch(i)], (path, ids)
         targets = page.evaluate("() => [...document.querySelectorAll('nav.page-toc a.nav-link')].map(a => a.hash)")
@@ -209,8 +209,8 @@ def test_headings_have_ids_made_of_their_words(browser, site_url, built_site):
     assert linked > 50  # the exercise pages have contents (a page of one section, the glossary, has none)
 
 
-def test_the_download_menu_says_which_file_holds_the_answers(browser, site_url):
-    page, errors = _open(browser, site_url, "desktop")
+def test_the_download_menu_says_which_file_holds_the_answers(site_tabs, site_url):
+    page, errors = _open(site_tabs, site_url, "desktop")
     page.locator(".dropdown-download-buttons button").first.click()
     page.wait_for_timeout(300)
     items = [" ".join(t.split()) for t in page.locator(".dropdown-download-buttons .dropdown-item").all_inner_texts()]
