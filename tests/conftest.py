@@ -302,6 +302,20 @@ def reference_store(tmp_path_factory, pytestconfig):
 
 
 @pytest.fixture(autouse=True)
+def _builtins_untouched():
+    """No test leaves names in this process's builtins (the grader's code runs in it after: a `__builtins__` left
+    there once made every feedback page of a serial run fail, grader/grade/explain.py)."""
+    import builtins
+
+    before = set(vars(builtins))
+    yield
+    added = set(vars(builtins)) - before
+    for name in added:
+        del vars(builtins)[name]
+    assert not added, f"this test left {sorted(added)} in builtins (removed; see course.cell_namespace)"
+
+
+@pytest.fixture(autouse=True)
 def _references_untouched(reference_store):
     yield
     changed = reference_store.check()

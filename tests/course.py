@@ -132,6 +132,18 @@ def filled(assignment: str, fills: list[str]) -> str:
     return nbformat.writes(nb)
 
 
+def cell_namespace(assignment: str) -> dict:
+    """A fresh namespace to run a notebook's cells in, in this process: the dict of a module of its own, in
+    sys.modules, as IPython's __main__ is. A @dataclass looks its class's module up there (its methods are compiled
+    with that module's dict as their globals); in a bare dict, with no __name__, that module is 'builtins', whose
+    dict then keeps a `__builtins__` for the rest of the process (tests/conftest.py checks after every test)."""
+    import types
+
+    module = types.ModuleType(f"__cells_of_{assignment}__")
+    sys.modules[module.__name__] = module
+    return vars(module)
+
+
 def mutations(assignment: str) -> dict[str, tuple[dict[int, str], str]]:
     """Realistic wrong answers from tests/mutations/<assignment>.py:
     name -> ({blank index: wrong text}, grade_id of the test cell that must lose points)."""

@@ -10,7 +10,7 @@ import nbformat
 import pytest
 
 from agentrl_ref.checks import check
-from course import ROOT, filled, mutated_fills, mutations, reference_fills
+from course import ROOT, cell_namespace, filled, mutated_fills, mutations, reference_fills
 
 EX = "ex7_agent_grpo"
 _spec: dict = {}
@@ -21,7 +21,7 @@ FIRST_HINT = _spec["FIRST_HINT"]
 def _namespace(fills: list[str]) -> dict:
     """The student's answer cells (and the read-only cells between them), filled and run."""
     nb = nbformat.reads(filled(EX, fills), as_version=4)
-    namespace: dict = {}
+    namespace = cell_namespace(EX)
     wanted = {"clipped_pg_loss_answer", "token_advantages_imports", "token_advantages_answer"}
     for cell in nb.cells:
         if cell.metadata.get("nbgrader", {}).get("grade_id") in wanted:

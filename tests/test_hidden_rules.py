@@ -22,7 +22,8 @@ import nbformat
 import pytest
 
 from agentrl_ref.checks import _REGISTRY, _is_async, _load_all, _run_one, _run_one_async
-from course import ASSIGNMENTS, filled, mutated_fills, mutations, reference_fills, source_notebook, student_notebook
+from course import (ASSIGNMENTS, cell_namespace, filled, mutated_fills, mutations, reference_fills, source_notebook,
+                    student_notebook)
 
 
 class Rule(NamedTuple):
@@ -404,7 +405,7 @@ def test_a_hidden_test_without_a_visible_check_is_rare():
 def _namespace(assignment: str, fills: list[str]) -> dict:
     """The student notebook's own code cells (answers and read-only imports; no checks, tests or demos), filled, run."""
     nb = nbformat.reads(filled(assignment, fills), as_version=4)
-    namespace: dict = {}
+    namespace = cell_namespace(assignment)
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
         if (cell.cell_type != "code" or meta.get("grade") or "demo" in cell.metadata.get("tags", [])

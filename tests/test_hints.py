@@ -24,14 +24,14 @@ import nbformat
 import pytest
 
 from agentrl_ref.checks import _REGISTRY, _is_async, _load_all, _run_one, _run_one_async
-from course import ASSIGNMENTS, ROOT, filled, mutated_fills, mutation_hints, mutations, reference_fills
+from course import ASSIGNMENTS, ROOT, cell_namespace, filled, mutated_fills, mutation_hints, mutations, reference_fills
 
 
 def _namespace(assignment: str, fills: list[str]) -> dict:
     """The notebook's own code cells (answers and read-only code; no setup, checks, tests or demos), filled and run,
     each compiled under a file name linecache knows, like a cell of an IPython kernel."""
     nb = nbformat.reads(filled(assignment, fills), as_version=4)
-    namespace: dict = {}
+    namespace = cell_namespace(assignment)
     for i, cell in enumerate(nb.cells):
         meta = cell.metadata.get("nbgrader", {})
         if (cell.cell_type != "code" or meta.get("grade") or meta.get("grade_id") == "setup"
@@ -134,3 +134,30 @@ def test_hints_name_only_the_course_text():
     assert "TODO 2：默认情况下 . 不匹配换行，推理内容一跨行就匹配不上：re.match 的第三个参数写 re.DOTALL。" in allowed
     assert "输入 {text} 得到 {got!r}，期望 {expected}" in allowed
     assert Path(CHECKS / "ex1_format_reward.py").is_file()
+
+
+def test_the_grader_reads_a_check_module_whatever_this_process_ran_before(monkeypatch):
+    """The visible inputs the grader may quote (explain.public_values) are read from the check module's own names:
+    a name that holds itself, or a builtins dict that holds itself (what a @dataclass run in a namespace without
+    __name__ leaves), is skipped, not followed until RecursionError stops every feedback page."""
+    import builtins
+    from importlib import import_module
+
+    from grader.grade import explain
+
+    name = ASSIGNMENTS[1]
+    module = import_module(f"agentrl_ref.checks.{name}")
+    loop: list = []
+    loop.append(loop)
+    nest: dict = {}
+    nest["itself"] = [nest]
+    monkeypatch.setattr(module, "A_LOOP", loop, raising=False)
+    monkeypatch.setattr(module, "A_NEST", nest, raising=False)
+    monkeypatch.setitem(vars(builtins), "__builtins__", vars(builtins))
+    explain.public_values.cache_clear()
+    try:
+        found = explain.public_values(name)
+    finally:
+        explain.public_values.cache_clear()
+        monkeypatch.undo()
+    assert explain.constants(name) <= found

@@ -142,10 +142,10 @@ NAME = "ex10_partial_rollout"
 def _filled_namespace(fills) -> dict:
     import nbformat
 
-    from course import filled
+    from course import cell_namespace, filled
 
     nb = nbformat.reads(filled(NAME, fills), as_version=4)
-    namespace: dict = {}
+    namespace = cell_namespace(NAME)
     for cell in nb.cells:
         if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution"):
             exec(cell.source, namespace)

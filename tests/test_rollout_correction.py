@@ -282,11 +282,11 @@ def test_the_notebook_filled_another_right_way_passes_every_visible_test():
     import nbformat
 
     from agentrl_ref.checks import _REGISTRY, _load_all, _run_one
-    from course import filled, mutated_fills
+    from course import cell_namespace, filled, mutated_fills
 
     name = "ex9_rollout_correction"
     nb = nbformat.reads(filled(name, mutated_fills(name, ALTERNATIVE_FILLS)), as_version=4)
-    namespace: dict = {}
+    namespace = cell_namespace(name)
     for cell in nb.cells:
         if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution"):
             exec(cell.source, namespace)

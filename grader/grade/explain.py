@@ -56,12 +56,18 @@ def constants(exercise: str) -> frozenset[str]:
     return frozenset(found)
 
 
-def _plain(value: Any) -> Any:
-    """A value as the grader decodes a recorded one: tuples as lists, for comparing with decoded values."""
+MAX_DEPTH = 32   # a constant nested deeper than this (or holding itself) is no visible input
+
+
+def _plain(value: Any, depth: int = 0) -> Any:
+    """A value as the grader decodes a recorded one: tuples as lists, for comparing with decoded values.
+    ValueError for one nested past MAX_DEPTH (a structure that holds itself)."""
+    if depth > MAX_DEPTH:
+        raise ValueError("nested too deep")
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [_plain(v, depth + 1) for v in value]
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): _plain(v, depth + 1) for k, v in value.items()}
     return value
 
 
@@ -78,9 +84,17 @@ def public_values(exercise: str) -> frozenset[str]:
         module = import_module(f"agentrl_ref.checks.{exercise}")
     except ImportError:
         return frozenset(found)
-    stack = [v for v in vars(module).values() if isinstance(v, (str, list, tuple, dict, int, float))]
+    # the module's own names only: its __builtins__ is the interpreter's, whatever else ran in this process put there
+    # (a dict that can hold itself)
+    stack = [v for k, v in vars(module).items()
+             if not k.startswith("__") and isinstance(v, (str, list, tuple, dict, int, float))]
+    walked: set[int] = set()
     while stack:
         value = stack.pop()
+        if not isinstance(value, str):
+            if id(value) in walked:
+                continue
+            walked.add(id(value))
         if isinstance(value, str):
             found.update((value, repr(value)))
             continue
