@@ -211,32 +211,13 @@ def browser():
         b.close()
 
 
-class SiteTabs:
-    """Pages of the served site, opened in one browser context that keeps a page of the site open for the session:
-    every page opened here shares that page's renderer process. A page in a context of its own (browser.new_page)
-    starts a renderer of its own, which costs more CPU than loading the page does (measured on this 2-core machine
-    with the book's pages loaded one after the other: 2.4 times the CPU). Each page still gets the window size and
-    colour scheme it asks for. Shared: the context's storage and HTTP cache (a routed page has none: Playwright
-    turns the cache off for routing). A test that needs a reader's first visit (empty storage) uses browser.new_page.
-    """
-
-    def __init__(self, browser, site_url: str):
-        self.context = browser.new_context()
-        self._anchor = self.context.new_page()
-        self._anchor.goto(f"{site_url}/_static/", wait_until="load")   # a folder listing: the site's cheapest page
-
-    def new_page(self, viewport: dict | None = None, color_scheme: str | None = None):
-        page = self.context.new_page()
-        if viewport:
-            page.set_viewport_size(viewport)
-        if color_scheme:
-            page.emulate_media(color_scheme=color_scheme)
-        return page
-
-
 @pytest.fixture(scope="session")
-def site_tabs(browser, site_url) -> SiteTabs:
-    tabs = SiteTabs(browser, site_url)
+def site_tabs(browser, site_url):
+    """Pages of the served site (tests/browser_tabs.py; its cheapest page, the folder listing of _static, keeps the
+    renderer)."""
+    from browser_tabs import SharedTabs
+
+    tabs = SharedTabs(browser, f"{site_url}/_static/")
     yield tabs
     tabs.context.close()
 

@@ -70,10 +70,20 @@ def _page(graded, student: str, assignment: str):
     return graded["out"] / "feedback" / student / assignment / f"{assignment}.html"
 
 
-def _open(browser, path):
+@pytest.fixture(scope="module")
+def feedback_tabs(browser, graded):
+    """The module's pages, opened from disk in one context (the feedback folder's listing keeps its renderer)."""
+    from browser_tabs import SharedTabs
+
+    tabs = SharedTabs(browser, (graded["out"] / "feedback").as_uri())
+    yield tabs
+    tabs.context.close()
+
+
+def _open(tabs, path):
     """The page in Chromium, opened from disk as a student opens it: its text, every request it made, and how many
     formulas MathJax rendered."""
-    page = browser.new_page(viewport={"width": 1200, "height": 900})
+    page = tabs.new_page(viewport={"width": 1200, "height": 900})
     requests = []
     page.on("request", lambda r: requests.append(r.url))
     page.goto(path.as_uri(), wait_until="load")
@@ -94,9 +104,9 @@ def _cell_text(browser_page, grade_id: str) -> str:
 
 
 @pytest.mark.parametrize("student", sorted(MISTAKES))
-def test_each_mistake_page_shows_input_value_expected_and_its_hint(graded, browser, student, artifacts):
+def test_each_mistake_page_shows_input_value_expected_and_its_hint(graded, feedback_tabs, student, artifacts):
     assignment, label, cell = MISTAKES[student]
-    seen = _open(browser, _page(graded, student, assignment))
+    seen = _open(feedback_tabs, _page(graded, student, assignment))
     text = _cell_text(seen["page"], cell)
     seen["page"].screenshot(path=str(artifacts / f"feedback-{student}.png"), full_page=False)
     seen["page"].close()
@@ -116,19 +126,19 @@ def test_the_hint_is_written_by_the_grader_not_taken_from_the_kernel(graded):
     assert any("[内核里的报错]" in o.get("text", "") for o in test.outputs if o.get("output_type") == "stream")
 
 
-def test_a_hanging_cell_is_a_timeout_in_grades_report_and_page(graded, browser):
+def test_a_hanging_cell_is_a_timeout_in_grades_report_and_page(graded, feedback_tabs):
     row = graded["rows"][("grace", EX1)]
     assert row["status"] == "timeout" and float(row["score"]) == 0, row
     assert f"运行超过 {CELL_TIMEOUT} 秒" in row["notes"], row
     flagged = [line for line in graded["report"].splitlines() if line.startswith("| grace | ex1_format_reward |")]
     assert flagged and "timeout" in flagged[0] and f"运行超过 {CELL_TIMEOUT} 秒" in flagged[0], flagged
-    seen = _open(browser, _page(graded, "grace", EX1))
+    seen = _open(feedback_tabs, _page(graded, "grace", EX1))
     seen["page"].close()
     assert f"评分时这一格运行超过 {CELL_TIMEOUT} 秒，被中断" in seen["text"]
     assert "用到的名字还没有定义" in seen["text"]        # the test cells below it: why they did not run
 
 
-def test_every_page_is_in_chinese_local_and_quotes_nothing_hidden(graded, browser):
+def test_every_page_is_in_chinese_local_and_quotes_nothing_hidden(graded, feedback_tabs):
     """Every page, opened from disk: nbgrader's frame in Chinese, hidden verdicts without internal ids, no request
     off the host (nor outside the feedback folder: MathJax is its own copy), and no hidden test's string in a
     student's value the verdicts quote."""
@@ -137,7 +147,7 @@ def test_every_page_is_in_chinese_local_and_quotes_nothing_hidden(graded, browse
     pages = sorted(feedback.rglob("*.html"))
     assert len(pages) == 8
     for path in pages:
-        seen = _open(browser, path)
+        seen = _open(feedback_tabs, path)
         seen["page"].close()
         text = seen["text"]
         for english in ("Score", "Test cell", "Student's answer", "(Top)", "Comments", "demo cell"):
@@ -154,8 +164,8 @@ def test_every_page_is_in_chinese_local_and_quotes_nothing_hidden(graded, browse
         assert leaks == [], (path, leaks)
 
 
-def test_mathjax_renders_from_the_feedback_folder(graded, browser):
-    seen = _open(browser, _page(graded, "grace", EX1))
+def test_mathjax_renders_from_the_feedback_folder(graded, feedback_tabs):
+    seen = _open(feedback_tabs, _page(graded, "grace", EX1))
     seen["page"].close()
     assert seen["formulas"] >= 1
 
