@@ -18,6 +18,9 @@ class SharedTabs:
         self._anchor = self.context.new_page()
         self._anchor.goto(anchor_url, wait_until="load")
 
+    def close(self) -> None:
+        self.context.close()
+
     def new_page(self, viewport: dict | None = None, color_scheme: str | None = None):
         page = self.context.new_page()
         if viewport:

@@ -219,7 +219,7 @@ def site_tabs(browser, site_url):
 
     tabs = SharedTabs(browser, f"{site_url}/_static/")
     yield tabs
-    tabs.context.close()
+    tabs.close()
 
 
 @pytest.fixture(scope="session")

@@ -144,6 +144,16 @@ def cell_namespace(assignment: str) -> dict:
     return vars(module)
 
 
+def answer_namespace(assignment: str, nb) -> dict:
+    """The answer cells (nbgrader's solution cells) of a notebook of the assignment, run in order in a
+    cell_namespace: the objects a filled notebook defines, as its kernel would hold them."""
+    namespace = cell_namespace(assignment)
+    for cell in nb.cells:
+        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution"):
+            exec(cell.source, namespace)
+    return namespace
+
+
 def mutations(assignment: str) -> dict[str, tuple[dict[int, str], str]]:
     """Realistic wrong answers from tests/mutations/<assignment>.py:
     name -> ({blank index: wrong text}, grade_id of the test cell that must lose points)."""

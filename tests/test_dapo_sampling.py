@@ -285,14 +285,11 @@ def test_correct_alternatives_leave_the_records_of_the_reference_in_every_hidden
     (grader/grade/verdict.py difference): the alternatives must leave what the module's reference leaves."""
     from grader.grade.verdict import difference
 
-    from course import cell_namespace, hidden_records, source_notebook
+    from course import answer_namespace, hidden_records, source_notebook
 
     reference = hidden_records(NAME, {"informative_groups": informative_groups, "fill_batch": fill_batch,
                                  "clip_higher_loss": clip_higher_loss, "mean_token_entropy": mean_token_entropy})
-    answers = cell_namespace(NAME)
-    for cell in source_notebook(NAME).cells:   # the instructor's answer cells: what grading takes as expected
-        if cell.metadata.get("nbgrader", {}).get("solution"):
-            exec(cell.source, answers)
+    answers = answer_namespace(NAME, source_notebook(NAME))   # the instructor's answers: what grading expects
     assert len(reference) == 5 and all(reference.values()), sorted(reference)
     for functions in (_alternatives(), {name: answers[name] for name in ALTERNATIVES}):
         records = hidden_records(NAME, functions)

@@ -77,7 +77,7 @@ def feedback_tabs(browser, graded):
 
     tabs = SharedTabs(browser, (graded["out"] / "feedback").as_uri())
     yield tabs
-    tabs.context.close()
+    tabs.close()
 
 
 def _open(tabs, path):

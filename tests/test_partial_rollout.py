@@ -142,14 +142,9 @@ NAME = "ex10_partial_rollout"
 def _filled_namespace(fills) -> dict:
     import nbformat
 
-    from course import cell_namespace, filled
+    from course import answer_namespace, filled
 
-    nb = nbformat.reads(filled(NAME, fills), as_version=4)
-    namespace = cell_namespace(NAME)
-    for cell in nb.cells:
-        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution"):
-            exec(cell.source, namespace)
-    return namespace
+    return answer_namespace(NAME, nbformat.reads(filled(NAME, fills), as_version=4))
 
 
 def _visible_failures(objects_of) -> dict[str, str]:

@@ -91,13 +91,12 @@ def public_values(exercise: str) -> frozenset[str]:
     walked: set[int] = set()
     while stack:
         value = stack.pop()
-        if not isinstance(value, str):
-            if id(value) in walked:
-                continue
-            walked.add(id(value))
         if isinstance(value, str):
             found.update((value, repr(value)))
             continue
+        if id(value) in walked:
+            continue
+        walked.add(id(value))
         try:
             found.add(json.dumps(_plain(value), ensure_ascii=False, sort_keys=True))
         except (TypeError, ValueError):
