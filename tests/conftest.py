@@ -297,6 +297,16 @@ def _builtins_untouched():
 
 
 @pytest.fixture(autouse=True)
+def _signals_as_found():
+    """Every test ends with this process's SIGINT and SIGTERM handlers and signal wake-up socket as it began
+    (course.signals_kept: what nbclient leaves when a kernel did not start)."""
+    from course import signals_kept
+
+    with signals_kept():
+        yield
+
+
+@pytest.fixture(autouse=True)
 def _references_untouched(reference_store):
     yield
     changed = reference_store.check()

@@ -1,10 +1,14 @@
 """What the tests need to know about the course: assignments, their solutions, hidden tests and mutations."""
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -322,6 +326,31 @@ def _watched_client_class():
     return WatchedKernelClient
 
 
+@contextlib.contextmanager
+def signals_kept():
+    """This process's SIGINT and SIGTERM handlers and its signal wake-up socket, as they were, after the block (in
+    the main thread; elsewhere nothing can change them). nbclient puts its own on its event loop for a run and takes
+    them back only if the kernel started: a run whose kernel did not start (a test of that, a loaded machine) leaves
+    them, and a signal that comes later (one a forked child writes into that socket) then stops the next kernel this
+    process starts, at once. Seen in a full run: test_rollout_playground's kernel cancelled 0.3 s after its start."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    wakeup = signal.set_wakeup_fd(-1)
+    signal.set_wakeup_fd(wakeup)
+    try:
+        yield
+    finally:
+        try:
+            signal.set_wakeup_fd(wakeup)
+        except (ValueError, OSError):   # its socket is gone: no loop to wake
+            signal.set_wakeup_fd(-1)
+        for sig, handler in handlers.items():
+            if handler is not None and signal.getsignal(sig) is not handler:
+                signal.signal(sig, handler)
+
+
 def run_notebook(nb: nbformat.NotebookNode, *, cwd: Path | None = None, timeout: int = 300,
                  phase_limit: float | None = None, kernel_name: str = "python3", **options) -> nbformat.NotebookNode:
     """Execute nb in place in a fresh kernel, as nbclient does (any cell error raises CellExecutionError), with the
@@ -365,7 +394,14 @@ def run_notebook(nb: nbformat.NotebookNode, *, cwd: Path | None = None, timeout:
         on_cell_execute=enter("cell {i}"), on_cell_executed=enter("after cell {i}"),
         on_notebook_complete=enter("done"), **options)
     try:
-        client.execute()
+        with signals_kept():
+            client.execute()
+    except asyncio.CancelledError as exc:
+        # nbclient stops its kernel (and so cancels what waits for it) when its event loop gets SIGINT or SIGTERM:
+        # one sent to this process, or one a forked child wrote into the loop's wake-up socket
+        raise KernelStall(f"{watch.phase}: cancelled after {time.monotonic() - watch.since:.1f} s, as nbclient cancels "
+                          f"a run when its event loop gets SIGINT or SIGTERM; the phases before: {watch.phases()}") \
+            from exc
     except Exception as exc:
         if watch.stall:   # nbclient stopped the run as if a timeout had passed: say which phase waited
             raise KernelStall(watch.stall) from exc

@@ -9,7 +9,9 @@ import math
 import multiprocessing
 import os
 import signal
+import socket
 import threading
+import time
 
 import pytest
 import torch
@@ -235,20 +237,37 @@ def _set_up_then_block(ready) -> None:
     threading.Event().wait()  # a worker waiting for work (on a lock, a queue) when the run is torn down
 
 
+def _signals_received(sock) -> bytes:
+    try:
+        return sock.recv(64)
+    except BlockingIOError:
+        return b""
+
+
 @pytest.mark.parametrize("set_up", [True, False])
-def test_a_forked_worker_ends_on_sigterm_even_when_the_parent_ignores_it(set_up):
-    """An event loop in the parent (nbclient's, a notebook's) may leave a do-nothing SIGTERM handler, and a forked
-    worker inherits it: Pool.terminate() and stop_process() would then wait forever for it. forked_child(), the first
-    call of every worker (run_jobs, start_jobs, the two-process worker), puts SIGTERM back to its default."""
+def test_a_forked_worker_ends_on_sigterm_and_its_signals_stay_its_own(set_up):
+    """An event loop in the parent (nbclient's, a notebook's) leaves a do-nothing SIGTERM handler and its wake-up
+    socket (signal.set_wakeup_fd), and a forked worker inherits both: Pool.terminate() and stop_process() would wait
+    forever for it, and each signal it gets would be written into the parent's loop, which would then take it for its
+    own (nbclient's loop stops its kernel on SIGTERM). forked_child(), the first call of every worker (run_jobs,
+    start_jobs, the two-process worker), lets go of the socket and puts SIGTERM back to its default.
+
+    The parent's loop here is a socket pair of the test's own, so that no worker of the test, the control included,
+    can reach the loop of this test process (the control once left a SIGTERM there, and the next kernel this process
+    started was stopped at once)."""
     ctx = multiprocessing.get_context("fork")
     ready = ctx.Event()
-    old = signal.signal(signal.SIGTERM, lambda *_: None)
+    loop_side, wakeup = socket.socketpair()
+    loop_side.setblocking(False)
+    wakeup.setblocking(False)
+    old_handler = signal.signal(signal.SIGTERM, lambda *_: None)
+    old_wakeup = signal.set_wakeup_fd(wakeup.fileno())
     try:
         worker = ctx.Process(target=_set_up_then_block if set_up else ready.set, args=(ready,) if set_up else (),
                              daemon=True)
         worker.start()
         assert ready.wait(60)
-        if not set_up:  # the control: the same handler kept, the process ignores SIGTERM
+        if not set_up:  # the control: the same handler and socket kept, the process ignores SIGTERM
             worker.join(60)
             worker = ctx.Process(target=lambda: (ready.set(), threading.Event().wait()), daemon=True)
             ready.clear()
@@ -257,14 +276,22 @@ def test_a_forked_worker_ends_on_sigterm_even_when_the_parent_ignores_it(set_up)
         worker.terminate()
         worker.join(30 if set_up else 3)  # a hang, not a speed: a process that takes SIGTERM ends within milliseconds
         survived = worker.is_alive()
+        if survived:
+            worker.kill()
+            worker.join()
+        time.sleep(0.2)   # what the worker wrote, if anything, has arrived
+        received = _signals_received(loop_side)
     finally:
-        signal.signal(signal.SIGTERM, old)
-    if survived:
-        worker.kill()
-        worker.join()
+        signal.set_wakeup_fd(old_wakeup)
+        signal.signal(signal.SIGTERM, old_handler)
+        loop_side.close()
+        wakeup.close()
     assert survived == (not set_up)
     if set_up:
         assert worker.exitcode == -signal.SIGTERM
+        assert received == b"", received
+    else:
+        assert received == bytes([signal.SIGTERM]), received   # what forked_child() keeps from the parent's loop
 
 
 # --- where each part comes from --------------------------------------------------------------------

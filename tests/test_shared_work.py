@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -209,3 +210,25 @@ def test_a_kernel_phase_past_its_limit_fails_naming_the_phase_and_the_kernel():
     assert "the kernel: pid" in said and "cell 0" in said and "kernel start" in said, said
     nb.cells = nb.cells[:1]
     assert run_notebook(nb, timeout=60, phase_limit=30).cells[0].execution_count == 1   # over IPC, no stall
+
+
+def test_a_kernel_that_did_not_start_leaves_no_signal_handler_to_stop_the_next_one():
+    """nbclient takes its SIGINT and SIGTERM handlers back only after a kernel that started; course.run_notebook
+    puts them back itself. Without that, a SIGTERM a forked child writes into the loop's wake-up socket later (what
+    test_capstone_evidence's control once did) stopped the next kernel of this process at once."""
+    import signal
+
+    from jupyter_client.kernelspec import NoSuchKernel
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("x = 1")]
+    before = signal.getsignal(signal.SIGTERM), signal.set_wakeup_fd(-1)
+    signal.set_wakeup_fd(before[1])
+    with pytest.raises(NoSuchKernel):
+        run_notebook(nb, timeout=60, kernel_name="no-such-kernel")
+    left = signal.getsignal(signal.SIGTERM), signal.set_wakeup_fd(before[1])
+    if left[1] not in (-1, before[1]):   # what a forked child's SIGTERM writes into the socket it inherited
+        os.write(left[1], bytes([signal.SIGTERM]))
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    assert run_notebook(nb, timeout=60, phase_limit=30).cells[0].execution_count == 1
+    assert left == before, f"left behind: SIGTERM handler {left[0]}, wake-up fd {left[1]}"
