@@ -347,13 +347,27 @@ def pytest_terminal_summary(terminalreporter):
             terminalreporter.write_line(row)
 
 
+def _machine_cpu() -> tuple[float, float] | None:
+    """The whole machine's busy and idle CPU seconds so far (/proc/stat; None where there is none)."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    hz = os.sysconf("SC_CLK_TCK")
+    idle = fields[3] + fields[4]            # idle, iowait
+    return (sum(fields[:8]) - idle) / hz, idle / hz   # user nice system idle iowait irq softirq steal
+
+
 class _LaneTable:
     """After pytest's slowest durations (trylast): the seconds of each lane (setup + call + teardown of its tests;
     once-per-session work is in the lane of the test that first needed it) and the session's shared work."""
 
+    def __init__(self):
+        self.machine_at_start = _machine_cpu()
+
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter):
-        _lane_table(terminalreporter)
+        _lane_table(terminalreporter, self.machine_at_start)
 
 
 def pytest_configure(config):
@@ -407,7 +421,7 @@ CPU_ROWS = 25   # the costliest test phases by CPU, printed under the lane table
 SESSION_END = "session's servers"
 
 
-def _lane_table(terminalreporter) -> None:
+def _lane_table(terminalreporter, machine_at_start=None) -> None:
     seconds: dict[str, float] = {}
     cpu: dict[str, float] = {}
     counts: dict[str, int] = {}
@@ -438,6 +452,12 @@ def _lane_table(terminalreporter) -> None:
     terminalreporter.write_line(f"{'all lanes':<18}{sum(counts.values()):>6} tests {sum(seconds.values()):>9.1f} s"
                                 f" {sum(cpu.values()):>9.1f} s CPU"
                                 + (f" (pytest's wall clock: {time.time() - started:.0f} s)" if started else ""))
+    now = _machine_cpu()
+    if machine_at_start and now:
+        busy, idle = now[0] - machine_at_start[0], now[1] - machine_at_start[1]
+        terminalreporter.write_line(
+            f"{'the machine':<18}{'':>12} {'':>11} {busy:>9.1f} s CPU busy, {idle:.1f} s idle (/proc/stat: all of it, "
+            f"also what no test process reaps, as Chromium's renderers and the grader's sandboxes)")
     costly = sorted(((rep.cpu, getattr(rep, "cpu_lane", None) or rep.when, rep.nodeid)
                      for reports in terminalreporter.stats.values() for rep in reports if getattr(rep, "cpu", None)),
                     reverse=True)[:CPU_ROWS]

@@ -36,3 +36,13 @@ def test_make_test_runs_whole_modules_in_workers_the_costliest_first():
     assert "-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder" in recipe, recipe   # a module in one worker
     assert re.search(r"^TEST_WORKERS \?= [0-9]", makefile, re.M)   # 0: one process
     assert [m for m in FIRST if m not in MODULES] == [] and len(set(FIRST)) == len(FIRST), FIRST
+
+
+def test_the_lane_table_counts_the_whole_machine_too():
+    """Its last line is the machine's own count (/proc/stat): what no test process reaps is there and nowhere else."""
+    from conftest import _machine_cpu
+
+    before = _machine_cpu()
+    sum(i * i for i in range(2_000_000))
+    after = _machine_cpu()
+    assert before and after and after[0] > before[0] and after[1] >= before[1], (before, after)
