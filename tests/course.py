@@ -352,11 +352,14 @@ def signals_kept():
 
 
 def run_notebook(nb: nbformat.NotebookNode, *, cwd: Path | None = None, timeout: int = 300,
-                 phase_limit: float | None = None, kernel_name: str = "python3", **options) -> nbformat.NotebookNode:
+                 phase_limit: float | None = None, kernel_name: str = "python3", kernel_stderr: Path | None = None,
+                 **options) -> nbformat.NotebookNode:
     """Execute nb in place in a fresh kernel, as nbclient does (any cell error raises CellExecutionError), with the
     kernel's channels polled in short slices, over IPC, and a watchdog (see above): a phase (kernel start, a cell,
     what follows a cell: the last one's is the kernel's shutdown) longer than phase_limit seconds (default: timeout)
-    raises KernelStall naming it. Returns nb; options go to nbclient.NotebookClient."""
+    raises KernelStall naming it. kernel_stderr: a file for what the kernel process itself writes to its stderr
+    (outside any cell's output: ipykernel's "IOStream.flush timed out" is one). Returns nb; options go to
+    nbclient.NotebookClient."""
     import shutil
     import tempfile
 
@@ -394,8 +397,8 @@ def run_notebook(nb: nbformat.NotebookNode, *, cwd: Path | None = None, timeout:
         on_cell_execute=enter("cell {i}"), on_cell_executed=enter("after cell {i}"),
         on_notebook_complete=enter("done"), **options)
     try:
-        with signals_kept():
-            client.execute()
+        with signals_kept(), (open(kernel_stderr, "ab") if kernel_stderr else contextlib.nullcontext()) as stderr:
+            client.execute(**({"stderr": stderr} if stderr else {}))
     except asyncio.CancelledError as exc:
         # nbclient stops its kernel (and so cancels what waits for it) when its event loop gets SIGINT or SIGTERM:
         # one sent to this process, or one a forked child wrote into the loop's wake-up socket

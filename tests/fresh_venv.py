@@ -54,14 +54,18 @@ def kernelspec(tmp: Path, venv: Path, env: dict[str, str]) -> Path:
     return tmp / "jupyter"
 
 
+KERNEL_STDERR = "kernel-stderr.txt"
+
+
 def run_in(nb: nbformat.NotebookNode, workdir: Path, jupyter_path: Path, unset: tuple[str, ...] = ()
            ) -> nbformat.NotebookNode:
     """Execute nb in workdir in the 'fresh' kernel of jupyter_path, with this process's environment (the kernel
-    inherits it) less PYTHONPATH and the variables in unset; any error in any cell raises."""
+    inherits it) less PYTHONPATH and the variables in unset; any error in any cell raises. What the kernel process
+    writes to its own stderr is kept in workdir/KERNEL_STDERR."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and k not in unset}
     env["JUPYTER_PATH"] = str(jupyter_path)
     with mock.patch.dict(os.environ, env, clear=True):
-        return run_notebook(nb, cwd=workdir, timeout=600, kernel_name="fresh")
+        return run_notebook(nb, cwd=workdir, timeout=600, kernel_name="fresh", kernel_stderr=workdir / KERNEL_STDERR)
 
 
 def where_am_i(venv: Path) -> nbformat.NotebookNode:

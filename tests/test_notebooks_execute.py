@@ -21,7 +21,7 @@ import pytest
 
 from agentrl_ref.teaching.cloze import cards as cloze
 from course import ASSIGNMENTS, ROOT, SOURCE
-from fresh_venv import expose, fresh_venv, install, kernelspec, printed, run_in, where_am_i
+from fresh_venv import KERNEL_STDERR, expose, fresh_venv, install, kernelspec, printed, run_in, where_am_i
 
 CAPSTONE = "ex7_agent_grpo"
 MEASURED_TAG = "measured"  # a cell whose every output comes from a clock (agentrl_ref.teaching.shared.progress)
@@ -70,6 +70,7 @@ def executed(wheel_venv, tmp_path_factory):
     """name -> the exercise's instructor notebook executed from the wheel (see the module's docstring), each once."""
     venv, jupyter_path = wheel_venv
     done: dict[str, nbformat.NotebookNode] = {}
+    folders: dict[str, Path] = {}
 
     def run(name: str) -> nbformat.NotebookNode:
         if name not in done:
@@ -80,8 +81,16 @@ def executed(wheel_venv, tmp_path_factory):
             nb.cells.append(nbformat.v4.new_code_cell(
                 f"from agentrl_ref import cloze_practice\ncloze_practice({card!r})"))
             # the page's seeds, whatever this shell asks for
-            done[name] = run_in(nb, tmp_path_factory.mktemp(name), jupyter_path, unset=PAGE_SEED_VARIABLES)
+            folders[name] = tmp_path_factory.mktemp(name)
+            done[name] = run_in(nb, folders[name], jupyter_path, unset=PAGE_SEED_VARIABLES)
         return done[name]
+
+    def kernel_stderr(name: str) -> str:
+        """What the kernel of that execution wrote to its own stderr (outside any cell), the end of it."""
+        path = folders[name] / KERNEL_STDERR
+        return path.read_text(encoding="utf-8", errors="replace")[-3000:] if path.exists() else ""
+
+    run.kernel_stderr = kernel_stderr
     return run
 
 
@@ -180,6 +189,13 @@ def _differences(page, again) -> tuple[int, list[str]]:
     return compared, report
 
 
+def _said(report: list[str], executed, name: str) -> str:
+    """The failure message of a comparison: the cells that differ, and what the second execution's kernel wrote to its
+    own stderr (ipykernel says there when a cell's output did not reach the client in time)."""
+    return (f"{len(report)} cells differ between two executions:\n" + "\n".join(report)
+            + f"\nthe second execution's kernel wrote to its stderr:\n{executed.kernel_stderr(name) or '(nothing)'}")
+
+
 def test_the_capstone_page_prints_the_same_twice_except_what_a_clock_measured(capstone_page, executed):
     """The page promises: the single-process training, every ablation and every verdict come out the same when the page
     runs again on the same machine; only lines that report measured time (and the two-process section, tagged
@@ -187,7 +203,7 @@ def test_the_capstone_page_prints_the_same_twice_except_what_a_clock_measured(ca
     them."""
     again = executed(CAPSTONE)
     compared, report = _differences(capstone_page, again)
-    assert not report, f"{len(report)} cells differ between two executions:\n" + "\n".join(report)
+    assert not report, _said(report, executed, CAPSTONE)
     verdicts = [c for c in again.cells if c.cell_type == "code" and "**判断**" in str(_deterministic_outputs(c))]
     assert compared >= 15 and len(verdicts) >= 6, (compared, len(verdicts))  # 19 cells print, 7 verdicts
     measured_cells = [c.id for c in capstone_page.cells if MEASURED_TAG in c.metadata.get("tags", [])]
@@ -209,7 +225,7 @@ def test_exercise_8s_page_prints_the_same_twice_except_what_a_clock_measured(bui
     first_run = built_page(built_site, path)
     _clean(first_run)
     compared, report = _differences(first_run, executed("ex8_token_in_out"))
-    assert not report, f"{len(report)} cells differ between two executions:\n" + "\n".join(report)
+    assert not report, _said(report, executed, "ex8_token_in_out")
     assert compared >= 4, compared  # the table, the examples, the figure, the template demo
     drawn = [c for c in first_run.cells if c.cell_type == "code" and "fig = plot_" in c.source]
     assert drawn and all(any("image/png" in o.get("data", {}) for o in c.outputs) for c in drawn)
@@ -225,7 +241,7 @@ def test_a_chapter_2_page_prints_the_same_twice_except_what_a_clock_measured(nam
     page = built_page(built_site, ROOT / "book" / f"{name}.ipynb")
     _clean(page)
     compared, report = _differences(page, executed(name))
-    assert not report, f"{len(report)} cells differ between two executions:\n" + "\n".join(report)
+    assert not report, _said(report, executed, name)
     demo = [c for c in page.cells if c.cell_type == "code" and "demo" in c.metadata.get("tags", [])]
     verdicts = sum(str(_deterministic_outputs(c)).count("**判断**") for c in demo)
     figures = [c for c in demo if any("image/png" in o.get("data", {}) for o in c.outputs)]
