@@ -326,6 +326,13 @@ def _watched_client_class():
     return WatchedKernelClient
 
 
+def signal_state() -> tuple:
+    """This process's SIGINT and SIGTERM handlers and its signal wake-up fd (-1: none), read without changing them."""
+    wakeup = signal.set_wakeup_fd(-1)
+    signal.set_wakeup_fd(wakeup)
+    return signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM), wakeup
+
+
 @contextlib.contextmanager
 def signals_kept():
     """This process's SIGINT and SIGTERM handlers and its signal wake-up socket, as they were, after the block (in
@@ -336,9 +343,7 @@ def signals_kept():
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    wakeup = signal.set_wakeup_fd(-1)
-    signal.set_wakeup_fd(wakeup)
+    on_int, on_term, wakeup = signal_state()
     try:
         yield
     finally:
@@ -346,7 +351,7 @@ def signals_kept():
             signal.set_wakeup_fd(wakeup)
         except (ValueError, OSError):   # its socket is gone: no loop to wake
             signal.set_wakeup_fd(-1)
-        for sig, handler in handlers.items():
+        for sig, handler in ((signal.SIGINT, on_int), (signal.SIGTERM, on_term)):
             if handler is not None and signal.getsignal(sig) is not handler:
                 signal.signal(sig, handler)
 

@@ -22,7 +22,7 @@ import nbformat
 import pytest
 
 import site_build  # book/_ext
-from course import SOURCE, KernelStall, ReferenceStore, filled, reference_fills, run_notebook
+from course import SOURCE, KernelStall, ReferenceStore, filled, reference_fills, run_notebook, signal_state
 from grader.grade.execute import runner_for
 from grader.grade.pipeline import grade
 from grader.grade import reference
@@ -222,13 +222,12 @@ def test_a_kernel_that_did_not_start_leaves_no_signal_handler_to_stop_the_next_o
 
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("x = 1")]
-    before = signal.getsignal(signal.SIGTERM), signal.set_wakeup_fd(-1)
-    signal.set_wakeup_fd(before[1])
+    before = signal_state()
     with pytest.raises(NoSuchKernel):
         run_notebook(nb, timeout=60, kernel_name="no-such-kernel")
-    left = signal.getsignal(signal.SIGTERM), signal.set_wakeup_fd(before[1])
-    if left[1] not in (-1, before[1]):   # what a forked child's SIGTERM writes into the socket it inherited
-        os.write(left[1], bytes([signal.SIGTERM]))
+    left = signal_state()
+    if left[2] not in (-1, before[2]):   # what a forked child's SIGTERM writes into the socket it inherited
+        os.write(left[2], bytes([signal.SIGTERM]))
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     assert run_notebook(nb, timeout=60, phase_limit=30).cells[0].execution_count == 1
-    assert left == before, f"left behind: SIGTERM handler {left[0]}, wake-up fd {left[1]}"
+    assert left == before, f"left behind: SIGINT, SIGTERM handlers and wake-up fd {left}"
