@@ -362,8 +362,9 @@ def run_notebook(nb: nbformat.NotebookNode, *, cwd: Path | None = None, timeout:
     """Execute nb in place in a fresh kernel, as nbclient does (any cell error raises CellExecutionError), with the
     kernel's channels polled in short slices, over IPC, and a watchdog (see above): a phase (kernel start, a cell,
     what follows a cell: the last one's is the kernel's shutdown) longer than phase_limit seconds (default: timeout)
-    raises KernelStall naming it. kernel_stderr: a file for what the kernel process itself writes to its stderr
-    (outside any cell's output: ipykernel's "IOStream.flush timed out" is one). Returns nb; options go to
+    raises KernelStall naming it. kernel_stderr: a file for what the kernel process writes to its stderr: its own log
+    (start, shutdown) and whatever a cell writes to that file descriptor, which ipykernel also forwards into the
+    running cell's output (its "IOStream.flush timed out" lands in both). Returns nb; options go to
     nbclient.NotebookClient."""
     import shutil
     import tempfile

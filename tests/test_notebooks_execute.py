@@ -86,7 +86,7 @@ def executed(wheel_venv, tmp_path_factory):
         return done[name]
 
     def kernel_stderr(name: str) -> str:
-        """What the kernel of that execution wrote to its own stderr (outside any cell), the end of it."""
+        """The end of what the kernel of that execution wrote to its stderr (see course.run_notebook)."""
         path = folders[name] / KERNEL_STDERR
         return path.read_text(encoding="utf-8", errors="replace")[-3000:] if path.exists() else ""
 
@@ -191,7 +191,7 @@ def _differences(page, again) -> tuple[int, list[str]]:
 
 def _said(report: list[str], executed, name: str) -> str:
     """The failure message of a comparison: the cells that differ, and what the second execution's kernel wrote to its
-    own stderr (ipykernel says there when a cell's output did not reach the client in time)."""
+    own stderr (ipykernel writes there when its output thread fell behind a cell: "IOStream.flush timed out")."""
     return (f"{len(report)} cells differ between two executions:\n" + "\n".join(report)
             + f"\nthe second execution's kernel wrote to its stderr:\n{executed.kernel_stderr(name) or '(nothing)'}")
 
