@@ -363,9 +363,10 @@ def run_notebook(nb: nbformat.NotebookNode, *, cwd: Path | None = None, timeout:
     kernel's channels polled in short slices, over IPC, and a watchdog (see above): a phase (kernel start, a cell,
     what follows a cell: the last one's is the kernel's shutdown) longer than phase_limit seconds (default: timeout)
     raises KernelStall naming it. kernel_stderr: a file for what the kernel process writes to its stderr: its own log
-    (start, shutdown) and whatever a cell writes to that file descriptor, which ipykernel also forwards into the
-    running cell's output (its "IOStream.flush timed out" lands in both). Returns nb; options go to
-    nbclient.NotebookClient."""
+    (start, shutdown) and whatever is written to that file descriptor, which ipykernel also forwards as output of the
+    cell that runs (its "IOStream.flush timed out" is in the file every time; in a cell's output only when it reached
+    the client before the cell's end: held 12 s, the output thread delivered it once in the cell, once not at all).
+    Returns nb; options go to nbclient.NotebookClient."""
     import shutil
     import tempfile
 
