@@ -60,6 +60,25 @@ def test_components_never_import_plotting_or_widgets():
     subprocess.run([sys.executable, "-c", code], check=True, cwd="/")
 
 
+def test_the_venv_holds_the_bytecode_of_every_installed_module():
+    """make's venv rule installs with pip's own compiling off and compiles afterwards on every core (Makefile). Nothing
+    may be left out: the grading sandbox mounts the venv read-only, where a kernel cannot write a missing .pyc and
+    compiles that module again at every start. A file that does not compile for this Python is skipped, as pip does."""
+    import importlib.util
+
+    site = Path(sysconfig.get_path("purelib"))
+    missing = []
+    for source in site.rglob("*.py"):
+        if Path(importlib.util.cache_from_source(str(source))).exists():
+            continue
+        try:
+            compile(source.read_bytes(), str(source), "exec")
+        except (SyntaxError, ValueError):
+            continue
+        missing.append(str(source.relative_to(site)))
+    assert not missing, f"{len(missing)} modules without bytecode, e.g. {missing[:5]}"
+
+
 def test_public_names_resolve():
     import agentrl_ref
 
