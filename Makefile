@@ -22,17 +22,16 @@ venv: $(STAMP)
 # Chinese language pack; grader/lab-settings/agentrl-course.json (locale zh_CN, no news feed, no update check) goes
 # where JupyterLab reads an administrator's default settings, <venv>/share/jupyter/lab/settings/overrides.d/.
 LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.d/agentrl-course.json
-# Bytecode: pip compiles what it installs one file after the other (17,000 files here, most of them torch's); the
-# venv rule installs without that and compiles afterwards on every core, the same files (a file that does not
-# compile, such as torch's Python 3.12 test helper, is skipped as pip skips it). Done before the stamp: the grading
-# sandbox mounts the venv read-only, so a kernel could not write a missing .pyc and would compile again every time.
-PURELIB = $$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
+# Bytecode: pip compiles what it installs one file after the other (most of the files are torch's); the venv rule
+# installs without that and compiles afterwards on every core, the same files (a file that does not compile, such as
+# torch's Python 3.12 test helper, is skipped as pip skips it; tests/test_package.py checks nothing else is missing).
+# Done before the stamp: the grading sandbox mounts the venv read-only, where a kernel cannot write a missing .pyc.
 
 $(STAMP): requirements.txt pyproject.toml grader/pyproject.toml grader/lab-settings/agentrl-course.json
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-compile -r requirements.txt
-	$(PY) -m compileall -qq -j 0 "$(PURELIB)" || true
-	rm -f "$(PURELIB)/agentrl_course.pth"
+	site="$$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" && \
+	  { $(PY) -m compileall -qq -j 0 "$$site" || true; } && rm -f "$$site/agentrl_course.pth"
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-build-isolation --no-deps -e . -e grader
 	mkdir -p $(dir $(LAB_OVERRIDES)) && cp grader/lab-settings/agentrl-course.json $(LAB_OVERRIDES)
 	touch $@
