@@ -70,8 +70,12 @@ def read_notebook(data: bytes) -> nbformat.NotebookNode:
 
 
 def _text(cell) -> str:
+    """A cell's source as one string: a list of lines joined; anything else a damaged file holds there (null, a
+    number: a cell type nbformat does not know is not checked further) is no text."""
     source = cell.get("source", "")
-    return source if isinstance(source, str) else "".join(str(s) for s in source)
+    if isinstance(source, str):
+        return source
+    return "".join(str(s) for s in source) if isinstance(source, list) else ""
 
 
 def _fresh(cell_type: str, source: str, metadata: dict | None = None) -> nbformat.NotebookNode:
