@@ -93,13 +93,15 @@ linkcheck: vendor
 # TEST_WORKERS: pytest-xdist workers side by side, each test module whole in one of them (tests/conftest.py, FIRST).
 # Three keep 2 cores busy from start to end (a worker waits on a guest, a server or a browser while the others
 # compute); TEST_WORKERS=0 runs everything in one process (slower: a core idles whenever that process waits).
+# The quick lane only computes, so two workers (one per core) are enough there: it takes about half the wall time of
+# one process.
 PYTEST_EXIT = rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi; exit $$rc
 TEST_WORKERS ?= 3
 test: deps venv
 	@$(PY) -m pytest tests -ra --durations=25 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder; $(PYTEST_EXIT)
 
 test-quick: venv
-	@$(PY) -m pytest tests -ra --durations=10 --lane quick; $(PYTEST_EXIT)
+	@$(PY) -m pytest tests -ra --durations=10 --lane quick -n 2 --dist loadfile; $(PYTEST_EXIT)
 
 serve:
 	@test -f _build/html/index.html || $(MAKE) book
