@@ -70,8 +70,8 @@ def read_notebook(data: bytes) -> nbformat.NotebookNode:
 
 
 def _text(cell) -> str:
-    """A cell's source as one string: a list of lines joined; anything else a damaged file holds there (null, a
-    number: a cell type nbformat does not know is not checked further) is no text."""
+    """A cell's source as one string, its lines joined if it is a list. Anything else is no text: null or a number
+    reaches here in a cell of a type nbformat does not know, whose inside its validation does not check."""
     source = cell.get("source", "")
     if isinstance(source, str):
         return source
